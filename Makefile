@@ -1,0 +1,38 @@
+# gen_durable - durable execution inside PostgreSQL (PGXS build)
+#
+#   make && make install                     as root
+#   chown -R postgres . && runuser -u postgres -- make installcheck
+#
+# installcheck starts its own temporary servers (--temp-instance) with
+# test/gen_durable.conf, so the module is preloaded exactly as in production.
+
+EXTENSION   = gen_durable
+EXTVERSION  = 0.1.0
+MODULE_big  = gen_durable
+OBJS        = src/gen_durable.o \
+              src/spi_util.o \
+              src/args.o \
+              src/insert.o \
+              src/signal.o \
+              src/pick.o \
+              src/admit.o \
+              src/outcome.o \
+              src/flush.o \
+              src/settle.o \
+              src/lease.o \
+              src/cancel.o \
+              src/maintenance.o
+DATA        = $(wildcard sql/$(EXTENSION)--*.sql)
+PGFILEDESC  = "gen_durable - durable execution inside PostgreSQL"
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS  += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+# pg_regress inputs are every sql/*.sql that is not an install or upgrade script
+REGRESS        = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
+REGRESS_OPTS   = --temp-instance=./tmp_check --temp-config=test/gen_durable.conf
+ISOLATION      = $(sort $(patsubst test/specs/%.spec,%,$(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=test/gen_durable.conf
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

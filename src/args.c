@@ -1,0 +1,390 @@
+/*-------------------------------------------------------------------------
+ *
+ * args.c
+ *		Validation of SQL arguments and of fields inside JSON arguments.
+ *
+ *		Bad input never crashes and never half-applies a batch: SQL
+ *		arguments are checked before any statement runs and refused with an
+ *		errcode, a message naming the argument and a hint.  Fields inside
+ *		JSON (insert specs, outcome objects) are checked by functions that
+ *		return a message instead of raising, because flush reports a bad
+ *		outcome as an "invalid" row while the rest of the batch commits.
+ *
+ * IDENTIFICATION
+ *		src/args.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/numeric.h"
+
+#include "args.h"
+#include "gen_durable.h"
+
+/*
+ * gd_check_name refuses an empty or overlong name.
+ */
+void
+gd_check_name(const char *value, const char *argname)
+{
+	size_t		len = strlen(value);
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be empty", argname),
+				 errhint("Pass a non-empty name.")));
+	if (len > GD_MAX_NAME_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" is %zu bytes long, more than the limit of %d",
+						argname, len, GD_MAX_NAME_LEN),
+				 errhint("Use a shorter name.")));
+}
+
+/*
+ * gd_arg_name returns a text argument as a C string after checking that it
+ * is non-empty and not overlong; NULL is refused when required and returned
+ * as NULL otherwise.
+ */
+char *
+gd_arg_name(FunctionCallInfo fcinfo, int argno, const char *argname, bool required)
+{
+	char	   *value;
+
+	if (PG_ARGISNULL(argno))
+	{
+		if (required)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not be NULL", argname),
+					 errhint("Pass a non-empty name.")));
+		return NULL;
+	}
+	value = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	gd_check_name(value, argname);
+	return value;
+}
+
+/*
+ * gd_interval_positive says whether an interval is longer than zero.
+ */
+bool
+gd_interval_positive(Interval *span)
+{
+	Interval	zero = {0};
+
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
+											 IntervalPGetDatum(span),
+											 IntervalPGetDatum(&zero))) > 0;
+}
+
+/*
+ * gd_interval_negative says whether an interval is shorter than zero.
+ */
+bool
+gd_interval_negative(Interval *span)
+{
+	Interval	zero = {0};
+
+	return DatumGetInt32(DirectFunctionCall2(interval_cmp,
+											 IntervalPGetDatum(span),
+											 IntervalPGetDatum(&zero))) < 0;
+}
+
+/*
+ * gd_arg_interval returns a non-NULL interval argument, which must be
+ * positive (leases) or at least not negative (waits, delays).
+ */
+Interval *
+gd_arg_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool positive)
+{
+	Interval   *span;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", argname),
+				 errhint("Pass an interval such as '30 seconds'.")));
+	span = PG_GETARG_INTERVAL_P(argno);
+	if (positive ? !gd_interval_positive(span) : gd_interval_negative(span))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be %s", argname,
+						positive ? "a positive interval" : "an interval of zero or more"),
+				 errhint("Pass an interval such as '30 seconds'.")));
+	return span;
+}
+
+/*
+ * gd_arg_jsonb returns a non-NULL jsonb argument.
+ */
+Jsonb *
+gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", argname),
+				 errhint("Pass a JSON value, for example '{}'.")));
+	return PG_GETARG_JSONB_P(argno);
+}
+
+/*
+ * gd_arg_batch returns a batch size argument, which must lie in
+ * 1..GD_MAX_BATCH.
+ */
+int
+gd_arg_batch(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	int32		batch;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL", argname),
+				 errhint("Pass a batch size between 1 and %d.", GD_MAX_BATCH)));
+	batch = PG_GETARG_INT32(argno);
+	if (batch < 1 || batch > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" is %d, outside the range 1 to %d",
+						argname, batch, GD_MAX_BATCH),
+				 errhint("Pass a batch size between 1 and %d.", GD_MAX_BATCH)));
+	return batch;
+}
+
+/*
+ * gd_json_field returns the value of key in a JSON object, or NULL when the
+ * key is absent.
+ */
+JsonbValue *
+gd_json_field(JsonbContainer *obj, const char *key)
+{
+	return getKeyJsonValueFromContainer(obj, key, strlen(key), NULL);
+}
+
+/*
+ * gd_json_unknown_key reports the first key of a JSON object that is not in
+ * the NULL-terminated allowed list: a misspelt field is an error, not a
+ * silently ignored option.
+ */
+char *
+gd_json_unknown_key(JsonbContainer *obj, const char *const *allowed)
+{
+	JsonbIterator *it = JsonbIteratorInit(obj);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		const char *const *a;
+		bool		known = false;
+
+		if (tok != WJB_KEY)
+			continue;
+		for (a = allowed; *a != NULL; a++)
+		{
+			if (strlen(*a) == (size_t) v.val.string.len &&
+				memcmp(*a, v.val.string.val, v.val.string.len) == 0)
+			{
+				known = true;
+				break;
+			}
+		}
+		if (!known)
+			return psprintf("unknown key \"%.*s\"",
+							Min(v.val.string.len, 64), v.val.string.val);
+	}
+	return NULL;
+}
+
+/*
+ * gd_json_is_null says whether a present value is JSON null.
+ */
+bool
+gd_json_is_null(JsonbValue *v)
+{
+	return v->type == jbvNull;
+}
+
+/*
+ * gd_json_name reads a non-empty string of at most GD_MAX_NAME_LEN bytes.
+ */
+char *
+gd_json_name(JsonbValue *v, const char *key, char **out)
+{
+	if (v->type != jbvString || v->val.string.len == 0)
+		return psprintf("\"%s\" must be a non-empty string", key);
+	if (v->val.string.len > GD_MAX_NAME_LEN)
+		return psprintf("\"%s\" is longer than %d bytes", key, GD_MAX_NAME_LEN);
+	*out = pnstrdup(v->val.string.val, v->val.string.len);
+	return NULL;
+}
+
+/*
+ * gd_json_number returns a JSON number as a double, or false when v is not a
+ * finite number.
+ */
+static bool
+gd_json_number(JsonbValue *v, double *out)
+{
+	if (v->type != jbvNumeric)
+		return false;
+	*out = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											  NumericGetDatum(v->val.numeric)));
+	return isfinite(*out);
+}
+
+/*
+ * gd_json_int reads a whole number in min..max.
+ */
+char *
+gd_json_int(JsonbValue *v, const char *key, int64 min, int64 max, int64 *out)
+{
+	double		d;
+
+	if (!gd_json_number(v, &d) || d != floor(d) || d < (double) min || d > (double) max)
+		return psprintf("\"%s\" must be a whole number from " INT64_FORMAT " to " INT64_FORMAT,
+						key, min, max);
+	*out = (int64) d;
+	return NULL;
+}
+
+/*
+ * gd_json_positive_float reads a finite number greater than zero.
+ */
+char *
+gd_json_positive_float(JsonbValue *v, const char *key, double *out)
+{
+	if (!gd_json_number(v, out) || *out <= 0)
+		return psprintf("\"%s\" must be a number greater than 0", key);
+	return NULL;
+}
+
+/*
+ * gd_json_value returns any JSON value (scalar or container) as a jsonb datum.
+ */
+Jsonb *
+gd_json_value(JsonbValue *v)
+{
+	return JsonbValueToJsonb(v);
+}
+
+/*
+ * gd_json_object reads a JSON object.
+ */
+char *
+gd_json_object(JsonbValue *v, const char *key, Jsonb **out)
+{
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return psprintf("\"%s\" must be a JSON object", key);
+	*out = JsonbValueToJsonb(v);
+	return NULL;
+}
+
+/*
+ * gd_json_bool reads true or false.
+ */
+char *
+gd_json_bool(JsonbValue *v, const char *key, bool *out)
+{
+	if (v->type != jbvBool)
+		return psprintf("\"%s\" must be true or false", key);
+	*out = v->val.boolean;
+	return NULL;
+}
+
+/*
+ * gd_json_name_array reads a non-empty array of non-empty strings (await
+ * names) and returns it as jsonb.
+ */
+char *
+gd_json_name_array(JsonbValue *v, const char *key, Jsonb **out)
+{
+	JsonbContainer *c;
+	uint32		n;
+	uint32		i;
+
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return psprintf("\"%s\" must be a non-empty array of names", key);
+	c = v->val.binary.data;
+	n = JsonContainerSize(c);
+	if (n == 0)
+		return psprintf("\"%s\" must be a non-empty array of names", key);
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(c, i);
+		char	   *name;
+		char	   *err = gd_json_name(e, key, &name);
+
+		if (err)
+			return psprintf("every element of \"%s\" must be a non-empty string", key);
+	}
+	*out = JsonbValueToJsonb(v);
+	return NULL;
+}
+
+/*
+ * gd_parse_interval parses interval text without raising an error (the
+ * input function would throw), accepting both the PostgreSQL and the
+ * ISO 8601 forms.
+ */
+static bool
+gd_parse_interval(const char *str, Interval *out)
+{
+	char		workbuf[256];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	struct pg_itm_in itm_in;
+
+	if (strlen(str) >= sizeof(workbuf))
+		return false;
+	memset(&itm_in, 0, sizeof(itm_in));
+	if (ParseDateTime(str, workbuf, sizeof(workbuf), field, ftype,
+					  MAXDATEFIELDS, &nf) != 0 ||
+		DecodeInterval(field, ftype, nf, INTERVAL_FULL_RANGE, &dtype, &itm_in) != 0)
+	{
+		char	   *copy = pstrdup(str);
+
+		memset(&itm_in, 0, sizeof(itm_in));
+		if (DecodeISO8601Interval(copy, &dtype, &itm_in) != 0)
+			return false;
+	}
+	if (dtype != DTK_DELTA)
+		return false;
+	return itmin2interval(&itm_in, out) == 0;
+}
+
+/*
+ * gd_json_duration reads a duration of zero or more: a number of seconds
+ * (fractions allowed) or an interval string such as '500 ms'.
+ */
+char *
+gd_json_duration(JsonbValue *v, const char *key, Interval *out)
+{
+	double		secs;
+
+	if (v->type == jbvString)
+	{
+		char	   *str = pnstrdup(v->val.string.val, v->val.string.len);
+
+		if (!gd_parse_interval(str, out))
+			return psprintf("\"%s\" is not a valid interval", key);
+		if (gd_interval_negative(out))
+			return psprintf("\"%s\" must not be negative", key);
+		return NULL;
+	}
+	if (!gd_json_number(v, &secs) || secs < 0 || secs > 1e9)
+		return psprintf("\"%s\" must be a number of seconds (0 to 1e9) or an interval string", key);
+	memset(out, 0, sizeof(Interval));
+	out->time = (TimeOffset) rint(secs * USECS_PER_SEC);
+	return NULL;
+}

@@ -1,0 +1,597 @@
+/*-------------------------------------------------------------------------
+ *
+ * flush.c
+ *		flush(): committing the outcomes of many steps together.
+ *
+ *		One call is one transaction with a bounded number of set-based
+ *		statements, whatever the batch size (SEMANTICS §6, D9):
+ *		1. lock   - the instances of every valid entry, in id order
+ *		            (I-23), FOR NO KEY UPDATE; the locked (latest) versions
+ *		            tell which entries still own their claim (I-5);
+ *		2. decide - in C: stale, budget_exhausted (D3), attempts running out
+ *		            (D2), continue or requeue (D10), the values to write;
+ *		3. consume- delete the signals handed to progressing steps (§5.3);
+ *		4. update - one UPDATE over all applied entries, guarded again by
+ *		            ownership; an inline continue returns its refreshed job;
+ *		5. recheck- parked entries flip straight back to runnable when an
+ *		            unpresented awaited signal already exists (a new
+ *		            statement, so a fresh snapshot: I-2, I-4);
+ *		6. settle - terminal entries purge their inboxes and count into
+ *		            their parents' joins (settle.c).
+ *		Stale entries change nothing (I-6); invalid entries leave their
+ *		instance claimed; an error rolls the whole call back.
+ *
+ * IDENTIFICATION
+ *		src/flush.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "args.h"
+#include "gen_durable.h"
+#include "outcome.h"
+#include "settle.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(gen_durable_flush);
+
+static GdPlan lock_plan = {
+	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
+	"       parent_id, concurrency_key, presented"
+	"  FROM gen_durable.instances WHERE id = ANY ($1)"
+	" ORDER BY id FOR NO KEY UPDATE",
+	1,
+	{INT8ARRAYOID}
+};
+
+static GdPlan consume_plan = {
+	"DELETE FROM gen_durable.signals WHERE id = ANY ($1)",
+	1,
+	{INT8ARRAYOID}
+};
+
+/* the columns of update_plan's input, one array each */
+typedef enum UpdateCol
+{
+	UC_ID, UC_WORKER, UC_STATUS, UC_STEP, UC_STATE, UC_ATTEMPT, UC_STEPS,
+	UC_ELIGIBLE_AT, UC_LEASE, UC_AWAITS, UC_KEEP_WAKE, UC_DEADLINE,
+	UC_SET_RATE, UC_RATE_LIMIT, UC_WEIGHT, UC_SET_KEY, UC_KEY,
+	UC_FSM_VERSION, UC_RESULT, UC_ERROR,
+	UC_NCOLS
+} UpdateCol;
+
+static const Oid update_col_types[UC_NCOLS] = {
+	INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT4OID, INT8OID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, BOOLOID, TIMESTAMPTZOID,
+	BOOLOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID,
+	INT4OID, JSONBOID, JSONBOID
+};
+
+static GdPlan update_plan = {
+	"WITH o AS ("
+	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), "
+	"                     pg_catalog.unnest($2::text[]), "
+	"                     pg_catalog.unnest($3::text[]), "
+	"                     pg_catalog.unnest($4::text[]), "
+	"                     pg_catalog.unnest($5::jsonb[]), "
+	"                     pg_catalog.unnest($6::int4[]), "
+	"                     pg_catalog.unnest($7::int8[]), "
+	"                     pg_catalog.unnest($8::timestamptz[]), "
+	"                     pg_catalog.unnest($9::timestamptz[]), "
+	"                     pg_catalog.unnest($10::jsonb[]), "
+	"                     pg_catalog.unnest($11::bool[]), "
+	"                     pg_catalog.unnest($12::timestamptz[]), "
+	"                     pg_catalog.unnest($13::bool[]), "
+	"                     pg_catalog.unnest($14::text[]), "
+	"                     pg_catalog.unnest($15::float8[]), "
+	"                     pg_catalog.unnest($16::bool[]), "
+	"                     pg_catalog.unnest($17::text[]), "
+	"                     pg_catalog.unnest($18::int4[]), "
+	"                     pg_catalog.unnest($19::jsonb[]), "
+	"                     pg_catalog.unnest($20::jsonb[]))"
+	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
+	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
+	"         concurrency_key, fsm_version, result, error)"
+	"), u AS ("
+	"  UPDATE gen_durable.instances i"
+	"     SET status = o.status::gen_durable.status,"
+	"         step = COALESCE(o.step, i.step),"
+	"         state = COALESCE(o.state, i.state),"
+	"         attempt = o.attempt,"
+	"         steps = o.steps,"
+	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
+	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
+	"         lease_expires_at = o.lease,"
+	"         awaits = CASE WHEN o.keep_wake THEN i.awaits"
+	"                       WHEN o.awaits IS NOT NULL THEN"
+	"                            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(o.awaits))"
+	"                  END,"
+	"         timed_out = o.keep_wake AND i.timed_out,"
+	"         await_deadline = o.deadline,"
+	"         presented = CASE WHEN o.status = 'awaiting_signal' THEN i.presented END,"
+	"         rate_limit = CASE WHEN o.set_rate THEN o.rate_limit ELSE i.rate_limit END,"
+	"         weight = COALESCE(o.weight, i.weight),"
+	"         concurrency_key = CASE WHEN o.set_key THEN o.concurrency_key"
+	"                                ELSE i.concurrency_key END,"
+	"         concurrency_shard = NULL,"
+	"         fsm_version = COALESCE(o.fsm_version, i.fsm_version),"
+	"         result = COALESCE(o.result, i.result),"
+	"         error = COALESCE(o.error, i.error),"
+	"         updated_at = $21"
+	"    FROM o"
+	"   WHERE i.id = o.id AND i.status = 'executing' AND i.locked_by = o.worker"
+	"  RETURNING i AS inst, o.status"
+	")"
+	"SELECT (u.inst).id,"
+	"       CASE WHEN u.status = 'executing'"
+	"            THEN pg_catalog.to_jsonb(gen_durable._job(u.inst)) END"
+	"  FROM u",
+	21,
+	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
+		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
+		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
+	JSONBARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
+};
+
+static GdPlan recheck_plan = {
+	"UPDATE gen_durable.instances i"
+	"   SET status = 'runnable', eligible_at = $2, await_deadline = NULL, updated_at = $2"
+	" WHERE i.id = ANY ($1) AND i.status = 'awaiting_signal'"
+	"   AND EXISTS (SELECT 1 FROM gen_durable.signals s"
+	"                WHERE s.target_id = i.id AND s.name = ANY (i.awaits)"
+	"                  AND NOT (s.id = ANY (COALESCE(i.presented, '{}'))))"
+	" RETURNING i.id",
+	2,
+	{INT8ARRAYOID, TIMESTAMPTZOID}
+};
+
+/* the instance row of an entry, as locked */
+typedef struct LockedRow
+{
+	int64		id;
+	char	   *status;
+	char	   *locked_by;
+	int32		attempt;
+	int32		max_attempts;
+	int64		steps;
+	int32		max_steps;		/* 0 = no budget */
+	int64		parent;			/* 0 = none */
+	char	   *concurrency_key;
+	int64	   *presented;
+	int			npresented;
+} LockedRow;
+
+/* what flush decided to write for an owned entry */
+typedef enum Action
+{
+	ACT_NONE,					/* invalid or stale: nothing */
+	ACT_NEXT,
+	ACT_CONTINUE,
+	ACT_RETRY,
+	ACT_AWAIT,
+	ACT_DONE,
+	ACT_FAIL
+} Action;
+
+/* per entry: the decision and what is reported */
+typedef struct Entry
+{
+	Outcome    *o;
+	LockedRow  *row;
+	Action		act;
+	const char *applied;
+	char	   *detail;
+	Datum		job;
+	bool		has_job;
+	Jsonb	   *error;			/* the error written, for engine-made failures */
+} Entry;
+
+/*
+ * json_from_text parses a JSON document built by flush itself.
+ */
+static Jsonb *
+json_from_text(const char *text)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
+/*
+ * read_locked copies the lock statement's result into LockedRows (sorted
+ * by id) that outlive the statement.
+ */
+static LockedRow *
+read_locked(int rows)
+{
+	LockedRow  *out = palloc0(sizeof(LockedRow) * Max(rows, 1));
+	int			r;
+
+	for (r = 0; r < rows; r++)
+	{
+		LockedRow  *l = &out[r];
+		bool		isnull;
+		Datum		d;
+
+		l->id = gd_result_int64(r, 1);
+		l->status = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2);
+		l->locked_by = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 3);
+		l->attempt = (int32) gd_result_int64(r, 4);
+		l->max_attempts = (int32) gd_result_int64(r, 5);
+		l->steps = gd_result_int64(r, 6);
+		d = gd_result_datum(r, 7, &isnull);
+		l->max_steps = isnull ? 0 : DatumGetInt32(d);
+		d = gd_result_datum(r, 8, &isnull);
+		l->parent = isnull ? 0 : DatumGetInt64(d);
+		l->concurrency_key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 9);
+		d = gd_result_datum(r, 10, &isnull);
+		if (!isnull)
+			l->npresented = gd_array_int8(DatumGetArrayTypeP(d), "presented", &l->presented);
+	}
+	return out;
+}
+
+/*
+ * find_row finds an entry's locked row by binary search.
+ */
+static LockedRow *
+find_row(LockedRow *rows, int n, int64 id)
+{
+	int			lo = 0;
+	int			hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (rows[mid].id == id)
+			return &rows[mid];
+		if (rows[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+/*
+ * decide chooses what an entry does, from its outcome and its locked row.
+ */
+static void
+decide(Entry *e, LockedRow *rows, int nrows)
+{
+	Outcome    *o = e->o;
+	LockedRow  *r;
+	bool		changes_step = o->kind == OUTCOME_NEXT || o->kind == OUTCOME_AWAIT;
+
+	e->applied = "ok";
+	if (o->invalid)
+	{
+		e->applied = "invalid";
+		e->detail = o->invalid;
+		return;
+	}
+	r = find_row(rows, nrows, o->id);
+	if (r == NULL || strcmp(r->status, "executing") != 0 ||
+		r->locked_by == NULL || strcmp(r->locked_by, o->worker) != 0)
+	{
+		e->applied = "stale";
+		e->detail = r == NULL ? "no such instance" : "the claim is no longer held by this worker";
+		return;
+	}
+	e->row = r;
+
+	if (changes_step && r->max_steps > 0 && r->steps + 1 > r->max_steps)
+	{
+		e->act = ACT_FAIL;
+		e->applied = "budget_exhausted";
+		e->error = json_from_text(psprintf("{\"reason\": \"budget_exhausted\", \"max_steps\": %d}",
+										   r->max_steps));
+		return;
+	}
+	switch (o->kind)
+	{
+		case OUTCOME_NEXT:
+			e->act = o->cont ? ACT_CONTINUE : ACT_NEXT;
+			/* D10, I-10: a new unconfigured key is never continued inline */
+			if (o->cont && o->set_key && o->concurrency_key != NULL &&
+				(r->concurrency_key == NULL ||
+				 strcmp(r->concurrency_key, o->concurrency_key) != 0))
+			{
+				e->act = ACT_NEXT;
+				e->applied = "requeued";
+				e->detail = "a step with a new concurrency key is not continued inline";
+			}
+			break;
+		case OUTCOME_RETRY:
+			e->act = ACT_RETRY;
+			if (r->attempt + 1 >= r->max_attempts)
+			{
+				char	   *last = o->error ? JsonbToCString(NULL, &o->error->root, VARSIZE(o->error))
+					: "null";
+
+				e->act = ACT_FAIL;
+				e->detail = "attempts_exhausted";
+				e->error = json_from_text(psprintf("{\"reason\": \"attempts_exhausted\", \"attempts\": %d, \"error\": %s}",
+												   r->attempt + 1, last));
+			}
+			break;
+		case OUTCOME_AWAIT:
+			e->act = ACT_AWAIT;
+			break;
+		case OUTCOME_DONE:
+			e->act = ACT_DONE;
+			break;
+		case OUTCOME_FAIL:
+			e->act = ACT_FAIL;
+			e->error = o->error;
+			break;
+	}
+}
+
+/* the parallel arrays of update_plan, filled one applied entry at a time */
+typedef struct UpdateCols
+{
+	Datum	   *v[UC_NCOLS];
+	bool	   *null[UC_NCOLS];
+	int			n;
+} UpdateCols;
+
+/*
+ * set_col stores one value (or NULL when isnull) in row cols->n.
+ */
+static inline void
+set_col(UpdateCols *cols, UpdateCol c, Datum value, bool isnull)
+{
+	cols->v[c][cols->n] = isnull ? (Datum) 0 : value;
+	cols->null[c][cols->n] = isnull;
+}
+
+/*
+ * add_update appends the row an applied entry writes.
+ */
+static void
+add_update(UpdateCols *cols, Entry *e, TimestampTz now)
+{
+	Outcome    *o = e->o;
+	LockedRow  *r = e->row;
+	Action		a = e->act;
+	bool		progress = a == ACT_NEXT || a == ACT_CONTINUE || a == ACT_AWAIT;
+	bool		engine_fail = a == ACT_FAIL && o->kind != OUTCOME_FAIL;
+	static const char *const status_of[] = {
+		NULL, "runnable", "executing", "runnable", "awaiting_signal", "done", "failed"
+	};
+	int			c;
+
+	for (c = 0; c < UC_NCOLS; c++)
+		set_col(cols, c, (Datum) 0, true);
+
+	set_col(cols, UC_ID, Int64GetDatum(o->id), false);
+	set_col(cols, UC_WORKER, CStringGetTextDatum(o->worker), false);
+	set_col(cols, UC_STATUS, CStringGetTextDatum(status_of[a]), false);
+	if (progress)
+		set_col(cols, UC_STEP, CStringGetTextDatum(o->step), false);
+	if (o->state && !engine_fail && a != ACT_DONE && a != ACT_FAIL)
+		set_col(cols, UC_STATE, JsonbPGetDatum(o->state), false);
+	set_col(cols, UC_ATTEMPT,
+			Int32GetDatum(progress ? 0 : (a == ACT_RETRY || (engine_fail && o->kind == OUTCOME_RETRY))
+						  ? r->attempt + 1 : r->attempt), false);
+	set_col(cols, UC_STEPS, Int64GetDatum(progress ? r->steps + 1 : r->steps), false);
+	if (progress)
+		set_col(cols, UC_ELIGIBLE_AT, TimestampTzGetDatum(now), false);
+	else if (a == ACT_RETRY)
+		set_col(cols, UC_ELIGIBLE_AT, TimestampTzGetDatum(gd_add_interval(now, &o->delay)), false);
+	if (a == ACT_CONTINUE)
+	{
+		TimestampTz lease = o->has_lease ? gd_add_interval(now, &o->lease)
+			: TimestampTzPlusMilliseconds(now, gen_durable_default_lease);
+
+		set_col(cols, UC_LEASE, TimestampTzGetDatum(lease), false);
+	}
+	if (a == ACT_AWAIT)
+	{
+		set_col(cols, UC_AWAITS, JsonbPGetDatum(o->names), false);
+		if (o->has_timeout)
+			set_col(cols, UC_DEADLINE, TimestampTzGetDatum(gd_add_interval(now, &o->timeout)), false);
+	}
+	set_col(cols, UC_KEEP_WAKE, BoolGetDatum(a == ACT_RETRY), false);
+	/* the rate limit and weight belong to the step that runs next (§5.2) */
+	set_col(cols, UC_SET_RATE, BoolGetDatum(progress), false);
+	if (a == ACT_NEXT || a == ACT_CONTINUE)
+	{
+		if (o->rate_limit)
+			set_col(cols, UC_RATE_LIMIT, CStringGetTextDatum(o->rate_limit), false);
+		set_col(cols, UC_WEIGHT, Float8GetDatum(o->weight), false);
+		set_col(cols, UC_SET_KEY, BoolGetDatum(o->set_key), false);
+		if (o->concurrency_key)
+			set_col(cols, UC_KEY, CStringGetTextDatum(o->concurrency_key), false);
+		if (o->has_fsm_version)
+			set_col(cols, UC_FSM_VERSION, Int32GetDatum(o->fsm_version), false);
+	}
+	else
+	{
+		set_col(cols, UC_SET_KEY, BoolGetDatum(false), false);
+		if (a == ACT_AWAIT)
+			set_col(cols, UC_WEIGHT, Float8GetDatum(1), false);
+	}
+	if (a == ACT_DONE)
+		set_col(cols, UC_RESULT, JsonbPGetDatum(o->result), false);
+	if (e->error)
+		set_col(cols, UC_ERROR, JsonbPGetDatum(e->error), false);
+	else if (a == ACT_RETRY && o->error)
+		set_col(cols, UC_ERROR, JsonbPGetDatum(o->error), false);
+	cols->n++;
+}
+
+/*
+ * entry_by_id finds the applied entry for an id returned by a statement.
+ */
+static Entry *
+entry_by_id(Entry *entries, int n, int64 id)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (entries[i].act != ACT_NONE && entries[i].o->id == id)
+			return &entries[i];
+	return NULL;
+}
+
+/*
+ * apply runs statements 3 to 6 for the decided entries.
+ */
+static void
+apply(Entry *entries, int n, TimestampTz now)
+{
+	UpdateCols	cols;
+	Datum		values[UC_NCOLS + 1];
+	char		nulls[UC_NCOLS + 1];
+	int64	   *consumed;
+	int			nconsumed = 0;
+	int64	   *parked;
+	int			nparked = 0;
+	int			ncap = 0;
+	Settled		settled;
+	int			rows;
+	int			i;
+	int			c;
+
+	memset(nulls, ' ', sizeof(nulls));
+	for (i = 0; i < n; i++)
+		if (entries[i].act != ACT_NONE)
+			ncap += 1 + (entries[i].row ? entries[i].row->npresented : 0);
+	if (ncap == 0)
+		return;
+
+	/* 3. consume the signals handed to progressing steps */
+	consumed = palloc(sizeof(int64) * ncap);
+	for (i = 0; i < n; i++)
+		if (entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE)
+		{
+			memcpy(consumed + nconsumed, entries[i].row->presented,
+				   sizeof(int64) * entries[i].row->npresented);
+			nconsumed += entries[i].row->npresented;
+		}
+	if (nconsumed > 0)
+	{
+		values[0] = PointerGetDatum(gd_int8_array(consumed, nconsumed));
+		gd_execute(&consume_plan, values, nulls, SPI_OK_DELETE);
+	}
+
+	/* 4. one guarded UPDATE for every applied entry */
+	for (c = 0; c < UC_NCOLS; c++)
+	{
+		cols.v[c] = palloc(sizeof(Datum) * ncap);
+		cols.null[c] = palloc(sizeof(bool) * ncap);
+	}
+	cols.n = 0;
+	for (i = 0; i < n; i++)
+		if (entries[i].act != ACT_NONE)
+			add_update(&cols, &entries[i], now);
+	for (c = 0; c < UC_NCOLS; c++)
+		values[c] = PointerGetDatum(gd_array(cols.v[c], cols.null[c], cols.n,
+											 update_col_types[c]));
+	values[UC_NCOLS] = TimestampTzGetDatum(now);
+	rows = gd_execute(&update_plan, values, nulls, SPI_OK_SELECT);
+	if (rows != cols.n)
+		elog(ERROR, "flush updated %d of %d owned instances", rows, cols.n);
+
+	parked = palloc(sizeof(int64) * ncap);
+	gd_settled_init(&settled, cols.n);
+	for (i = 0; i < rows; i++)
+	{
+		Entry	   *e = entry_by_id(entries, n, gd_result_int64(i, 1));
+		bool		isnull;
+		Datum		job = gd_result_copy(i, 2, &isnull);
+
+		if (!isnull)
+		{
+			e->job = job;
+			e->has_job = true;
+		}
+		if (e->act == ACT_AWAIT)
+			parked[nparked++] = e->o->id;
+		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
+			gd_settled_add(&settled, e->o->id, e->row->parent);
+	}
+
+	/* 5. a parked instance whose signal already arrived wakes at once */
+	if (nparked > 0)
+	{
+		values[0] = PointerGetDatum(gd_int8_array(parked, nparked));
+		values[1] = TimestampTzGetDatum(now);
+		rows = gd_execute(&recheck_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
+		for (i = 0; i < rows; i++)
+			entry_by_id(entries, n, gd_result_int64(i, 1))->detail = "woken";
+	}
+
+	/* 6. terminal riders */
+	gd_settle(&settled, now);
+}
+
+/*
+ * gen_durable_flush implements gen_durable.flush(outcomes): one row
+ * (id, applied, detail, job) per entry, in input order.
+ */
+Datum
+gen_durable_flush(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	Jsonb	   *arg;
+	Outcome    *outcomes;
+	Entry	   *entries;
+	LockedRow  *rows = NULL;
+	int64	   *ids;
+	int			nids = 0;
+	int			nrows = 0;
+	int			n;
+	int			i;
+
+	gd_require_read_committed("flush");
+	arg = gd_arg_jsonb(fcinfo, 0, "outcomes");
+	outcomes = gd_parse_outcomes(arg, &n);
+	InitMaterializedSRF(fcinfo, 0);
+
+	entries = palloc0(sizeof(Entry) * Max(n, 1));
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		entries[i].o = &outcomes[i];
+		if (outcomes[i].invalid == NULL)
+			ids[nids++] = outcomes[i].id;
+	}
+
+	gd_connect();
+	if (nids > 0)
+	{
+		Datum		values[1];
+
+		values[0] = PointerGetDatum(gd_int8_array(ids, nids));
+		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
+		rows = read_locked(nrows);
+	}
+	for (i = 0; i < n; i++)
+		decide(&entries[i], rows, nrows);
+	apply(entries, n, now);
+
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+		Datum		out[4];
+		bool		outnull[4] = {!e->o->has_id, false, e->detail == NULL, !e->has_job};
+
+		out[0] = Int64GetDatum(e->o->id);
+		out[1] = CStringGetTextDatum(e->applied);
+		out[2] = e->detail ? CStringGetTextDatum(e->detail) : (Datum) 0;
+		out[3] = e->job;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
+	}
+	gd_finish();
+	return (Datum) 0;
+}

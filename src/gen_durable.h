@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * gen_durable.h
+ *		Declarations shared by every part of gen_durable: the GUC variables,
+ *		engine-wide constants and the PostgreSQL version compatibility
+ *		section (kept here, in one place, rather than scattered in .c files).
+ *
+ * IDENTIFICATION
+ *		src/gen_durable.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GEN_DURABLE_H
+#define GEN_DURABLE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+/* ---- PostgreSQL version compatibility ---- */
+#if PG_VERSION_NUM < 150000
+#error "gen_durable requires PostgreSQL 15 or later"
+#endif
+
+/* PG15's fmgr.h does not declare it (16+ does) */
+extern void _PG_init(void);
+
+/* ---- engine-wide limits ---- */
+
+/* largest batch accepted by pick, insert_many, flush, heartbeat and release */
+#define GD_MAX_BATCH			10000
+
+/* longest fsm, step, queue, worker, key or signal name accepted */
+#define GD_MAX_NAME_LEN			1024
+
+/* claim attempts when the K=1 arbiter reports a concurrent claim (D7) */
+#define GD_CLAIM_ATTEMPTS		3
+
+/* ---- GUC variables (gen_durable.c) ---- */
+extern int	gen_durable_retention;		/* seconds a terminal row is kept */
+extern int	gen_durable_gc_batch;		/* rows deleted per GC statement */
+extern int	gen_durable_default_lease;	/* ms, lease of an inline continue */
+extern int	gen_durable_max_wait;		/* ms, cap on pick's wait */
+
+#endif							/* GEN_DURABLE_H */

@@ -1,0 +1,716 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert.c
+ *		insert() and insert_many(): creating instances.
+ *
+ *		Both build InsertSpecs, validate them completely before any
+ *		statement runs, and write with one INSERT ... ON CONFLICT on the
+ *		correlation arbiter (SEMANTICS §3, D4, D5).  insert_many inserts its
+ *		whole batch with one statement in correlation_key order (I-21), so
+ *		concurrent batches meet the arbiter in one global order and cannot
+ *		deadlock.  A duplicate writes nothing: insert() returns NULL,
+ *		insert_many() returns the occupying id with created = false.
+ *
+ * IDENTIFICATION
+ *		src/insert.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "args.h"
+#include "gen_durable.h"
+#include "insert.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(gen_durable_insert);
+PG_FUNCTION_INFO_V1(gen_durable_insert_many);
+
+/* the status labels, in enum order; the first four are the live ones */
+static const char *const status_labels[] = {
+	"runnable", "executing", "awaiting_signal", "awaiting_children",
+	"done", "failed", "cancelled"
+};
+
+#define GD_NSTATUS		7
+#define GD_LIVE_MASK	0x0F
+
+/* the default scope of a correlation key: occupied while live */
+#define GD_LIVE_SCOPE	"runnable,executing,awaiting_signal,awaiting_children"
+
+/* every column an insert writes, in the order of the parameters below */
+#define INSERT_COLUMNS \
+	"fsm, fsm_version, step, state, queue, priority, eligible_at, " \
+	"correlation_key, correlation_scope, concurrency_key, rate_limit, " \
+	"weight, max_attempts, max_steps, metadata, inserted_at, updated_at"
+
+#define INSERT_CONFLICT \
+	" ON CONFLICT (correlation_guard) WHERE correlation_guard IS NOT NULL DO NOTHING"
+
+static GdPlan insert_plan = {
+	"INSERT INTO gen_durable.instances (" INSERT_COLUMNS ") "
+	"VALUES ($1, $2, $3, $4, $5, $6::int2, $7, $8, "
+	"pg_catalog.string_to_array($9, ',')::gen_durable.status[], "
+	"$10, $11, $12, $13, $14, $15, $16, $16)"
+	INSERT_CONFLICT " RETURNING id",
+	16,
+	{TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
+	 TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID, INT4OID, JSONBOID,
+	TIMESTAMPTZOID}
+};
+
+/*
+ * One statement for a whole batch.  Ids are drawn up front so that each
+ * input position (ord) can be matched with the row it created; rows are
+ * inserted in correlation_key order (I-21).  A duplicate reports the
+ * occupying id: the winner inside the batch, else the row visible to this
+ * statement (a concurrent occupant committed after its snapshot is looked
+ * up by a second statement, see resolve_plan).
+ */
+static GdPlan insert_many_plan = {
+	"WITH spec AS ("
+	"  SELECT pg_catalog.nextval('gen_durable.instances_id_seq') AS id, s.*"
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int4[]), "
+	"                     pg_catalog.unnest($2::text[]), "
+	"                     pg_catalog.unnest($3::int4[]), "
+	"                     pg_catalog.unnest($4::text[]), "
+	"                     pg_catalog.unnest($5::jsonb[]), "
+	"                     pg_catalog.unnest($6::text[]), "
+	"                     pg_catalog.unnest($7::int4[]), "
+	"                     pg_catalog.unnest($8::timestamptz[]), "
+	"                     pg_catalog.unnest($9::text[]), "
+	"                     pg_catalog.unnest($10::text[]), "
+	"                     pg_catalog.unnest($11::text[]), "
+	"                     pg_catalog.unnest($12::text[]), "
+	"                     pg_catalog.unnest($13::float8[]), "
+	"                     pg_catalog.unnest($14::int4[]), "
+	"                     pg_catalog.unnest($15::int4[]), "
+	"                     pg_catalog.unnest($16::jsonb[]))"
+	"      AS s(ord, fsm, fsm_version, step, state, queue, priority, eligible_at,"
+	"           correlation_key, scope, concurrency_key, rate_limit, weight,"
+	"           max_attempts, max_steps, metadata)"
+	"), ins AS ("
+	"  INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ") OVERRIDING SYSTEM VALUE"
+	"  SELECT id, fsm, fsm_version, step, state, queue, priority::int2, eligible_at,"
+	"         correlation_key, pg_catalog.string_to_array(scope, ',')::gen_durable.status[],"
+	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $17, $17"
+	"    FROM spec ORDER BY correlation_key, ord"
+	INSERT_CONFLICT
+	"  RETURNING id, correlation_guard"
+	")"
+	"SELECT spec.ord, COALESCE(ins.id, won.id, occupant.id), ins.id IS NOT NULL,"
+	"       spec.correlation_key"
+	"  FROM spec"
+	"  LEFT JOIN ins ON ins.id = spec.id"
+	"  LEFT JOIN ins won ON ins.id IS NULL AND won.correlation_guard = spec.correlation_key"
+	"  LEFT JOIN LATERAL (SELECT o.id FROM gen_durable.instances o"
+	"                      WHERE o.correlation_guard = spec.correlation_key) occupant"
+	"         ON ins.id IS NULL AND won.id IS NULL"
+	" ORDER BY spec.ord",
+	17,
+	{INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+		TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID,
+	INT4ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
+};
+
+/* occupants of keys whose occupant committed after insert_many's snapshot */
+static GdPlan resolve_plan = {
+	"SELECT correlation_guard, id FROM gen_durable.instances"
+	" WHERE correlation_guard = ANY ($1)",
+	1,
+	{TEXTARRAYOID}
+};
+
+/*
+ * scope_from_mask renders a set of statuses as the comma-separated labels
+ * the statements cast to gen_durable.status[].
+ */
+static char *
+scope_from_mask(int mask)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	for (i = 0; i < GD_NSTATUS; i++)
+	{
+		if (mask & (1 << i))
+		{
+			if (buf.len > 0)
+				appendStringInfoChar(&buf, ',');
+			appendStringInfoString(&buf, status_labels[i]);
+		}
+	}
+	return buf.data;
+}
+
+/*
+ * status_bit returns the bit of a status label, or 0 for an unknown label.
+ */
+static int
+status_bit(const char *label, int len)
+{
+	int			i;
+
+	for (i = 0; i < GD_NSTATUS; i++)
+		if (strlen(status_labels[i]) == (size_t) len &&
+			strncmp(status_labels[i], label, len) == 0)
+			return 1 << i;
+	return 0;
+}
+
+/*
+ * scope_problem checks a correlation scope (D5): it must be empty (the key
+ * is then a label only) or contain every live status.
+ */
+static char *
+scope_problem(int mask)
+{
+	if (mask != 0 && (mask & GD_LIVE_MASK) != GD_LIVE_MASK)
+		return pstrdup("\"correlation_scope\" must be empty or contain all four live statuses"
+					   " (runnable, executing, awaiting_signal, awaiting_children)");
+	return NULL;
+}
+
+/*
+ * spec_problem checks what the SQL and JSON forms of a spec have in common,
+ * returning a message naming the offending field.
+ */
+static char *
+spec_problem(InsertSpec *spec)
+{
+	if (spec->priority < PG_INT16_MIN || spec->priority > PG_INT16_MAX)
+		return psprintf("\"priority\" must be between %d and %d", PG_INT16_MIN, PG_INT16_MAX);
+	if (!(spec->weight > 0) || isinf(spec->weight))
+		return pstrdup("\"weight\" must be a number greater than 0");
+	if (spec->max_attempts < 1)
+		return pstrdup("\"max_attempts\" must be at least 1");
+	if (spec->max_steps < 0)
+		return pstrdup("\"max_steps\" must be at least 1");
+	return NULL;
+}
+
+/*
+ * spec_defaults fills the defaults of insert()'s arguments.
+ */
+static void
+spec_defaults(InsertSpec *spec, TimestampTz now)
+{
+	memset(spec, 0, sizeof(InsertSpec));
+	spec->fsm_version = 1;
+	spec->step = "start";
+	spec->state = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	spec->queue = "default";
+	spec->eligible_at = now;
+	spec->weight = 1;
+	spec->max_attempts = 20;
+}
+
+/*
+ * spec_finish applies the scope default (a key is occupied while live) and
+ * the due time, once both forms have been read.
+ */
+static void
+spec_finish(InsertSpec *spec, bool scope_given, int scope_mask,
+			TimestampTz now, bool has_run_at, TimestampTz run_at, Interval *delay)
+{
+	if (spec->correlation_key == NULL)
+		spec->scope = "";
+	else if (!scope_given)
+		spec->scope = GD_LIVE_SCOPE;
+	else
+		spec->scope = scope_from_mask(scope_mask);
+
+	if (has_run_at)
+		spec->eligible_at = run_at;
+	else if (delay != NULL)
+		spec->eligible_at = gd_add_interval(now, delay);
+	else
+		spec->eligible_at = now;
+}
+
+/*
+ * spec_from_args builds a spec from insert()'s arguments, raising an error
+ * that names the first bad argument.
+ */
+static void
+spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
+{
+	char	   *problem;
+	int			scope_mask = 0;
+	Interval   *delay = NULL;
+
+	spec_defaults(spec, now);
+	spec->fsm = gd_arg_name(fcinfo, 0, "fsm", true);
+	spec->state = gd_arg_jsonb(fcinfo, 1, "state");
+	if (!JB_ROOT_IS_OBJECT(spec->state) || JB_ROOT_IS_SCALAR(spec->state))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"state\" must be a JSON object"),
+				 errhint("Wrap the value in an object, for example '{\"value\": 1}'.")));
+	spec->step = gd_arg_name(fcinfo, 2, "step", true);
+	spec->queue = gd_arg_name(fcinfo, 3, "queue", true);
+	if (PG_ARGISNULL(4))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"priority\" must not be NULL"),
+				 errhint("Pass a number; lower runs first, 0 is the default.")));
+	spec->priority = PG_GETARG_INT32(4);
+	if (!PG_ARGISNULL(5) && !PG_ARGISNULL(6))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("arguments \"run_at\" and \"delay\" cannot both be given"),
+				 errhint("Pass either an instant or a delay from now.")));
+	if (!PG_ARGISNULL(6))
+		delay = PG_GETARG_INTERVAL_P(6);
+	spec->correlation_key = gd_arg_name(fcinfo, 7, "correlation_key", false);
+	if (!PG_ARGISNULL(8))
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(8);
+		Datum	   *labels;
+		bool	   *nulls;
+		int			n;
+		int			i;
+		Oid			elemtype = ARR_ELEMTYPE(arr);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+		deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &labels, &nulls, &n);
+		for (i = 0; i < n; i++)
+		{
+			char	   *label;
+
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("argument \"correlation_scope\" must not contain NULL"),
+						 errhint("List statuses such as runnable or done.")));
+			label = DatumGetCString(DirectFunctionCall1(enum_out, labels[i]));
+			scope_mask |= status_bit(label, strlen(label));
+		}
+		problem = scope_problem(scope_mask);
+		if (problem)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument %s", problem),
+					 errhint("Omit it for the default (occupied while live), add terminal statuses to reserve the key longer, or pass '{}' for a label that is neither unique nor addressable.")));
+	}
+	spec->concurrency_key = gd_arg_name(fcinfo, 9, "concurrency_key", false);
+	spec->rate_limit = gd_arg_name(fcinfo, 10, "rate_limit", false);
+	if (PG_ARGISNULL(11) || PG_ARGISNULL(12) || PG_ARGISNULL(15))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be NULL",
+						PG_ARGISNULL(11) ? "weight" : PG_ARGISNULL(12) ? "max_attempts" : "fsm_version"),
+				 errhint("Omit the argument to use its default.")));
+	spec->weight = PG_GETARG_FLOAT8(11);
+	spec->max_attempts = PG_GETARG_INT32(12);
+	if (!PG_ARGISNULL(13))
+	{
+		spec->max_steps = PG_GETARG_INT32(13);
+		if (spec->max_steps < 1)
+			spec->max_steps = -1;
+	}
+	if (!PG_ARGISNULL(14))
+	{
+		spec->metadata = PG_GETARG_JSONB_P(14);
+		if (!JB_ROOT_IS_OBJECT(spec->metadata) || JB_ROOT_IS_SCALAR(spec->metadata))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"metadata\" must be a JSON object"),
+					 errhint("Pass an object such as '{\"tenant\": 42}', or NULL.")));
+	}
+	spec->fsm_version = PG_GETARG_INT32(15);
+
+	problem = spec_problem(spec);
+	if (problem)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument %s", problem),
+				 errhint("See the SQL reference of gen_durable.insert in README.md.")));
+	spec_finish(spec, !PG_ARGISNULL(8), scope_mask, now,
+				!PG_ARGISNULL(5), PG_ARGISNULL(5) ? 0 : PG_GETARG_TIMESTAMPTZ(5), delay);
+}
+
+/* the keys an insert spec object may have: insert()'s argument names */
+static const char *const spec_keys[] = {
+	"fsm", "state", "step", "queue", "priority", "run_at", "delay",
+	"correlation_key", "correlation_scope", "concurrency_key", "rate_limit",
+	"weight", "max_attempts", "max_steps", "metadata", "fsm_version", NULL
+};
+
+/*
+ * spec_error raises the error for a bad field of an insert spec.
+ */
+static void
+spec_error(int ord, const char *problem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("insert spec at position %d: %s", ord, problem),
+			 errhint("An insert spec is an object with the same keys as the arguments of gen_durable.insert.")));
+}
+
+/*
+ * spec_json_name reads an optional name field of a spec; NULL = absent or
+ * JSON null.
+ */
+static char *
+spec_json_name(JsonbContainer *obj, const char *key, int ord, char *dflt)
+{
+	JsonbValue *v = gd_json_field(obj, key);
+	char	   *out = dflt;
+	char	   *problem;
+
+	if (v == NULL || gd_json_is_null(v))
+		return dflt;
+	problem = gd_json_name(v, key, &out);
+	if (problem)
+		spec_error(ord, problem);
+	return out;
+}
+
+/*
+ * spec_json_int reads an optional whole-number field of a spec.
+ */
+static int32
+spec_json_int(JsonbContainer *obj, const char *key, int ord, int32 dflt,
+			  int64 min, int64 max)
+{
+	JsonbValue *v = gd_json_field(obj, key);
+	int64		out;
+	char	   *problem;
+
+	if (v == NULL || gd_json_is_null(v))
+		return dflt;
+	problem = gd_json_int(v, key, min, max, &out);
+	if (problem)
+		spec_error(ord, problem);
+	return (int32) out;
+}
+
+/*
+ * gd_spec_from_json builds a spec from a JSON object with insert()'s
+ * argument names as keys (insert_many, spawn), raising an error that names
+ * the position and the field.
+ */
+void
+gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spec)
+{
+	JsonbValue *v;
+	char	   *problem;
+	int			scope_mask = 0;
+	bool		scope_given = false;
+	bool		has_run_at = false;
+	TimestampTz run_at = 0;
+	Interval	delay;
+	bool		has_delay = false;
+
+	spec_defaults(spec, now);
+	problem = gd_json_unknown_key(obj, spec_keys);
+	if (problem)
+		spec_error(ord, problem);
+
+	v = gd_json_field(obj, "fsm");
+	if (v == NULL)
+		spec_error(ord, "\"fsm\" is required");
+	if ((problem = gd_json_name(v, "fsm", &spec->fsm)) != NULL)
+		spec_error(ord, problem);
+	if ((v = gd_json_field(obj, "state")) != NULL &&
+		(problem = gd_json_object(v, "state", &spec->state)) != NULL)
+		spec_error(ord, problem);
+	spec->step = spec_json_name(obj, "step", ord, spec->step);
+	spec->queue = spec_json_name(obj, "queue", ord, spec->queue);
+	spec->priority = spec_json_int(obj, "priority", ord, 0, PG_INT16_MIN, PG_INT16_MAX);
+	if ((v = gd_json_field(obj, "run_at")) != NULL && !gd_json_is_null(v))
+	{
+		if (v->type != jbvString)
+			spec_error(ord, "\"run_at\" must be a timestamp string");
+		run_at = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+														 CStringGetDatum(pnstrdup(v->val.string.val, v->val.string.len)),
+														 ObjectIdGetDatum(InvalidOid),
+														 Int32GetDatum(-1)));
+		has_run_at = true;
+	}
+	if ((v = gd_json_field(obj, "delay")) != NULL && !gd_json_is_null(v))
+	{
+		if ((problem = gd_json_duration(v, "delay", &delay)) != NULL)
+			spec_error(ord, problem);
+		has_delay = true;
+	}
+	if (has_run_at && has_delay)
+		spec_error(ord, "\"run_at\" and \"delay\" cannot both be given");
+	spec->correlation_key = spec_json_name(obj, "correlation_key", ord, NULL);
+	if ((v = gd_json_field(obj, "correlation_scope")) != NULL && !gd_json_is_null(v))
+	{
+		uint32		i;
+
+		if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+			spec_error(ord, "\"correlation_scope\" must be an array of statuses");
+		for (i = 0; i < JsonContainerSize(v->val.binary.data); i++)
+		{
+			JsonbValue *e = getIthJsonbValueFromContainer(v->val.binary.data, i);
+			int			bit = 0;
+
+			if (e->type == jbvString)
+				bit = status_bit(e->val.string.val, e->val.string.len);
+			if (bit == 0)
+				spec_error(ord, "\"correlation_scope\" must contain only status names");
+			scope_mask |= bit;
+		}
+		if ((problem = scope_problem(scope_mask)) != NULL)
+			spec_error(ord, problem);
+		scope_given = true;
+	}
+	spec->concurrency_key = spec_json_name(obj, "concurrency_key", ord, NULL);
+	spec->rate_limit = spec_json_name(obj, "rate_limit", ord, NULL);
+	if ((v = gd_json_field(obj, "weight")) != NULL &&
+		(problem = gd_json_positive_float(v, "weight", &spec->weight)) != NULL)
+		spec_error(ord, problem);
+	spec->max_attempts = spec_json_int(obj, "max_attempts", ord, 20, 1, PG_INT32_MAX);
+	spec->max_steps = spec_json_int(obj, "max_steps", ord, 0, 1, PG_INT32_MAX);
+	if ((v = gd_json_field(obj, "metadata")) != NULL && !gd_json_is_null(v) &&
+		(problem = gd_json_object(v, "metadata", &spec->metadata)) != NULL)
+		spec_error(ord, problem);
+	spec->fsm_version = spec_json_int(obj, "fsm_version", ord, 1, PG_INT32_MIN, PG_INT32_MAX);
+
+	if ((problem = spec_problem(spec)) != NULL)
+		spec_error(ord, problem);
+	spec_finish(spec, scope_given, scope_mask, now, has_run_at, run_at,
+				has_delay ? &delay : NULL);
+}
+
+/*
+ * text_or_null turns an optional C string into a Datum and its null flag.
+ */
+static Datum
+text_or_null(const char *s, char *null)
+{
+	*null = s ? ' ' : 'n';
+	return s ? CStringGetTextDatum(s) : (Datum) 0;
+}
+
+/*
+ * gen_durable_insert implements gen_durable.insert(...): the new id, or
+ * NULL when a live instance occupies the correlation key.
+ */
+Datum
+gen_durable_insert(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	InsertSpec	spec;
+	Datum		values[16];
+	char		nulls[16];
+	Datum		id = (Datum) 0;
+	bool		isnull = true;
+
+	spec_from_args(fcinfo, now, &spec);
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(spec.fsm);
+	values[1] = Int32GetDatum(spec.fsm_version);
+	values[2] = CStringGetTextDatum(spec.step);
+	values[3] = JsonbPGetDatum(spec.state);
+	values[4] = CStringGetTextDatum(spec.queue);
+	values[5] = Int32GetDatum(spec.priority);
+	values[6] = TimestampTzGetDatum(spec.eligible_at);
+	values[7] = text_or_null(spec.correlation_key, &nulls[7]);
+	values[8] = CStringGetTextDatum(spec.scope);
+	values[9] = text_or_null(spec.concurrency_key, &nulls[9]);
+	values[10] = text_or_null(spec.rate_limit, &nulls[10]);
+	values[11] = Float8GetDatum(spec.weight);
+	values[12] = Int32GetDatum(spec.max_attempts);
+	values[13] = Int32GetDatum(spec.max_steps);
+	nulls[13] = spec.max_steps > 0 ? ' ' : 'n';
+	values[14] = spec.metadata ? JsonbPGetDatum(spec.metadata) : (Datum) 0;
+	nulls[14] = spec.metadata ? ' ' : 'n';
+	values[15] = TimestampTzGetDatum(now);
+
+	gd_connect();
+	if (gd_execute(&insert_plan, values, nulls, SPI_OK_INSERT_RETURNING) == 1)
+		id = gd_result_datum(0, 1, &isnull);
+	gd_finish();
+
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(id);
+}
+
+/*
+ * Parallel arrays of a batch of specs, the parameters of insert_many_plan.
+ */
+typedef struct SpecColumns
+{
+	Datum	   *col[16];
+	bool	   *null[16];
+} SpecColumns;
+
+/*
+ * spec_columns_set stores one spec as row i of the parallel arrays.
+ */
+static void
+spec_columns_set(SpecColumns *c, int i, int ord, InsertSpec *s)
+{
+	int			k;
+
+	for (k = 0; k < 16; k++)
+		c->null[k][i] = false;
+	c->col[0][i] = Int32GetDatum(ord);
+	c->col[1][i] = CStringGetTextDatum(s->fsm);
+	c->col[2][i] = Int32GetDatum(s->fsm_version);
+	c->col[3][i] = CStringGetTextDatum(s->step);
+	c->col[4][i] = JsonbPGetDatum(s->state);
+	c->col[5][i] = CStringGetTextDatum(s->queue);
+	c->col[6][i] = Int32GetDatum(s->priority);
+	c->col[7][i] = TimestampTzGetDatum(s->eligible_at);
+	c->null[8][i] = s->correlation_key == NULL;
+	c->col[8][i] = s->correlation_key ? CStringGetTextDatum(s->correlation_key) : (Datum) 0;
+	c->col[9][i] = CStringGetTextDatum(s->scope);
+	c->null[10][i] = s->concurrency_key == NULL;
+	c->col[10][i] = s->concurrency_key ? CStringGetTextDatum(s->concurrency_key) : (Datum) 0;
+	c->null[11][i] = s->rate_limit == NULL;
+	c->col[11][i] = s->rate_limit ? CStringGetTextDatum(s->rate_limit) : (Datum) 0;
+	c->col[12][i] = Float8GetDatum(s->weight);
+	c->col[13][i] = Int32GetDatum(s->max_attempts);
+	c->null[14][i] = s->max_steps == 0;
+	c->col[14][i] = Int32GetDatum(s->max_steps);
+	c->null[15][i] = s->metadata == NULL;
+	c->col[15][i] = s->metadata ? JsonbPGetDatum(s->metadata) : (Datum) 0;
+}
+
+/* element types of the sixteen parallel arrays */
+static const Oid spec_column_types[16] = {
+	INT4OID, TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+	TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID,
+	INT4OID, JSONBOID
+};
+
+/*
+ * gen_durable_insert_many implements gen_durable.insert_many(specs): one
+ * row (ord, id, created) per input spec, in input order.
+ */
+Datum
+gen_durable_insert_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
+	Jsonb	   *specs = gd_arg_jsonb(fcinfo, 0, "specs");
+	SpecColumns cols;
+	Datum		values[17];
+	char		nulls[17];
+	int			n;
+	int			i;
+	int			k;
+	int			rows;
+	List	   *unresolved = NIL;
+
+	if (!JB_ROOT_IS_ARRAY(specs) || JB_ROOT_IS_SCALAR(specs))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"specs\" must be a JSON array of insert specs"),
+				 errhint("Pass for example '[{\"fsm\": \"mail\", \"state\": {\"to\": \"a@b\"}}]'.")));
+	n = JB_ROOT_COUNT(specs);
+	if (n > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"specs\" has %d elements, more than the limit of %d",
+						n, GD_MAX_BATCH),
+				 errhint("Split the batch.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return (Datum) 0;
+
+	for (k = 0; k < 16; k++)
+	{
+		cols.col[k] = palloc(sizeof(Datum) * n);
+		cols.null[k] = palloc(sizeof(bool) * n);
+	}
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(&specs->root, i);
+		InsertSpec	spec;
+
+		if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
+			spec_error(i, "must be a JSON object");
+		gd_spec_from_json(e->val.binary.data, i, now, &spec);
+		spec_columns_set(&cols, i, i, &spec);
+	}
+
+	memset(nulls, ' ', sizeof(nulls));
+	for (k = 0; k < 16; k++)
+		values[k] = PointerGetDatum(gd_array(cols.col[k], cols.null[k], n,
+											 spec_column_types[k]));
+	values[16] = TimestampTzGetDatum(now);
+
+	gd_connect();
+	rows = gd_execute(&insert_many_plan, values, nulls, SPI_OK_SELECT);
+	{
+		Datum	   *ids = palloc(sizeof(Datum) * rows);
+		bool	   *idnull = palloc(sizeof(bool) * rows);
+		bool	   *created = palloc(sizeof(bool) * rows);
+		char	  **keys = palloc(sizeof(char *) * rows);
+
+		for (i = 0; i < rows; i++)
+		{
+			bool		isnull;
+
+			ids[i] = gd_result_datum(i, 2, &idnull[i]);
+			created[i] = DatumGetBool(gd_result_datum(i, 3, &isnull));
+			keys[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
+			if (idnull[i] && keys[i] != NULL)
+				unresolved = lappend(unresolved, keys[i]);
+		}
+
+		/* occupants that committed after the batch statement's snapshot */
+		if (unresolved != NIL)
+		{
+			Datum	   *kd = palloc(sizeof(Datum) * list_length(unresolved));
+			ListCell   *lc;
+			int			nk = 0;
+			int			found;
+
+			foreach(lc, unresolved)
+				kd[nk++] = CStringGetTextDatum((char *) lfirst(lc));
+			values[0] = PointerGetDatum(gd_array(kd, NULL, nk, TEXTOID));
+			found = gd_execute(&resolve_plan, values, nulls, SPI_OK_SELECT);
+			for (k = 0; k < found; k++)
+			{
+				char	   *key = SPI_getvalue(SPI_tuptable->vals[k], SPI_tuptable->tupdesc, 1);
+				Datum		id = Int64GetDatum(gd_result_int64(k, 2));
+
+				for (i = 0; i < rows; i++)
+					if (idnull[i] && keys[i] && strcmp(keys[i], key) == 0)
+					{
+						ids[i] = id;
+						idnull[i] = false;
+					}
+			}
+		}
+
+		for (i = 0; i < rows; i++)
+		{
+			Datum		out[3];
+			bool		outnull[3] = {false, idnull[i], false};
+
+			out[0] = Int32GetDatum(i);
+			out[1] = ids[i];
+			out[2] = BoolGetDatum(created[i]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
+		}
+	}
+	gd_finish();
+	return (Datum) 0;
+}

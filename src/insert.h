@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert.h
+ *		Insert specs: what insert(), insert_many() and (later) spawned
+ *		children are made from.
+ *
+ * IDENTIFICATION
+ *		src/insert.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef GD_INSERT_H
+#define GD_INSERT_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+/* A validated, normalised request to create one instance. */
+typedef struct InsertSpec
+{
+	char	   *fsm;
+	int32		fsm_version;
+	char	   *step;
+	Jsonb	   *state;			/* a JSON object */
+	char	   *queue;
+	int32		priority;		/* fits smallint */
+	TimestampTz eligible_at;
+	char	   *correlation_key;	/* NULL = none */
+	char	   *scope;			/* status labels joined by ',', "" = empty */
+	char	   *concurrency_key;	/* NULL = none */
+	char	   *rate_limit;		/* NULL = none */
+	double		weight;			/* > 0 */
+	int32		max_attempts;	/* >= 1 */
+	int32		max_steps;		/* >= 1, or 0 for no budget */
+	Jsonb	   *metadata;		/* a JSON object, or NULL */
+} InsertSpec;
+
+extern void gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now,
+							  InsertSpec *spec);
+
+#endif							/* GD_INSERT_H */

@@ -1,0 +1,173 @@
+/*-------------------------------------------------------------------------
+ *
+ * maintenance.c
+ *		The housekeeping sweeps: reaper, await timeouts and GC.
+ *
+ *		Each sweep selects its rows ORDER BY id FOR NO KEY UPDATE SKIP
+ *		LOCKED and updates that set (I-22): it never waits, so it cannot
+ *		deadlock with outcomes or with another sweep, and a row locked right
+ *		now is simply left for the next round.  Each handles at most
+ *		gen_durable.gc_batch rows per call.
+ *		- reaper (T14, D2): an expired claim returns to runnable with
+ *		  attempt + 1, keeping its place; when attempts reach max_attempts
+ *		  the instance fails with {"reason": "lease_expired", ...} through
+ *		  settle.c instead of looping forever;
+ *		- await timeouts (T9, D11): a passed deadline wakes the instance,
+ *		  clears the deadline and marks the job timed_out;
+ *		- GC (T18): terminal rows older than gen_durable.retention, oldest
+ *		  first (A-12), sparing terminal children of a live parent (I-29),
+ *		  deleted by id list (O(batch)).
+ *
+ * IDENTIFICATION
+ *		src/maintenance.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "gen_durable.h"
+#include "maintenance.h"
+#include "settle.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(gen_durable_run_maintenance);
+
+static GdPlan reaper_plan = {
+	"WITH l AS ("
+	"  SELECT id FROM gen_durable.instances"
+	"   WHERE status = 'executing' AND lease_expires_at < $1"
+	"   ORDER BY id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
+	")"
+	"UPDATE gen_durable.instances i"
+	"   SET attempt = i.attempt + 1,"
+	"       status = CASE WHEN i.attempt + 1 >= i.max_attempts"
+	"                     THEN 'failed' ELSE 'runnable' END::gen_durable.status,"
+	"       error = CASE WHEN i.attempt + 1 >= i.max_attempts"
+	"                    THEN pg_catalog.jsonb_build_object('reason', 'lease_expired',"
+	"                             'attempts', i.attempt + 1, 'worker', i.locked_by)"
+	"                    ELSE i.error END,"
+	"       locked_by = NULL, lease_expires_at = NULL, concurrency_shard = NULL,"
+	"       presented = NULL, updated_at = $1"
+	"  FROM l"
+	" WHERE i.id = l.id AND i.status = 'executing' AND i.lease_expires_at < $1"
+	" RETURNING i.id, i.status = 'failed', i.parent_id",
+	2,
+	{TIMESTAMPTZOID, INT4OID}
+};
+
+static GdPlan timeouts_plan = {
+	"WITH l AS ("
+	"  SELECT id FROM gen_durable.instances"
+	"   WHERE status = 'awaiting_signal' AND await_deadline IS NOT NULL"
+	"     AND await_deadline < $1"
+	"   ORDER BY id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
+	")"
+	"UPDATE gen_durable.instances i"
+	"   SET status = 'runnable', eligible_at = $1, await_deadline = NULL,"
+	"       timed_out = true, updated_at = $1"
+	"  FROM l"
+	" WHERE i.id = l.id AND i.status = 'awaiting_signal' AND i.await_deadline < $1",
+	2,
+	{TIMESTAMPTZOID, INT4OID}
+};
+
+static GdPlan gc_plan = {
+	"WITH c AS ("
+	"  SELECT i.id FROM gen_durable.instances i"
+	"   WHERE i.status IN ('done', 'failed', 'cancelled') AND i.updated_at < $1"
+	"     AND NOT EXISTS (SELECT 1 FROM gen_durable.instances p"
+	"                      WHERE p.id = i.parent_id"
+	"                        AND p.status NOT IN ('done', 'failed', 'cancelled'))"
+	"   ORDER BY i.updated_at LIMIT $2 FOR UPDATE OF i SKIP LOCKED"
+	")"
+	"DELETE FROM gen_durable.instances WHERE id = ANY (ARRAY(SELECT id FROM c))",
+	2,
+	{TIMESTAMPTZOID, INT4OID}
+};
+
+/*
+ * gd_sweep_reaper returns expired claims to runnable, or fails them when
+ * their attempts have run out.
+ */
+void
+gd_sweep_reaper(TimestampTz now, SweepCounts *counts)
+{
+	Datum		values[2];
+	Settled		settled;
+	int			rows;
+	int			i;
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = Int32GetDatum(gen_durable_gc_batch);
+	rows = gd_execute(&reaper_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
+	gd_settled_init(&settled, rows);
+	for (i = 0; i < rows; i++)
+	{
+		bool		isnull;
+		Datum		parent;
+
+		if (!DatumGetBool(gd_result_datum(i, 2, &isnull)))
+		{
+			counts->reaped++;
+			continue;
+		}
+		counts->lease_failed++;
+		parent = gd_result_datum(i, 3, &isnull);
+		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
+	}
+	gd_settle(&settled, now);
+}
+
+/*
+ * gd_sweep_timeouts wakes parked instances whose await deadline passed.
+ */
+void
+gd_sweep_timeouts(TimestampTz now, SweepCounts *counts)
+{
+	Datum		values[2];
+
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = Int32GetDatum(gen_durable_gc_batch);
+	counts->timeouts += gd_execute(&timeouts_plan, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * gd_sweep_gc deletes terminal instances older than the retention.
+ */
+void
+gd_sweep_gc(TimestampTz now, SweepCounts *counts)
+{
+	Datum		values[2];
+
+	values[0] = TimestampTzGetDatum(now - (TimestampTz) gen_durable_retention * USECS_PER_SEC);
+	values[1] = Int32GetDatum(gen_durable_gc_batch);
+	counts->gc_deleted += gd_execute(&gc_plan, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * gen_durable_run_maintenance implements gen_durable.run_maintenance():
+ * one round of every sweep, returning what each did as a JSON object.
+ */
+Datum
+gen_durable_run_maintenance(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	SweepCounts counts = {0};
+	char	   *json;
+
+	gd_require_read_committed("run_maintenance");
+	gd_connect();
+	gd_sweep_reaper(now, &counts);
+	gd_sweep_timeouts(now, &counts);
+	gd_sweep_gc(now, &counts);
+	gd_finish();
+
+	json = psprintf("{\"reaped\": " INT64_FORMAT ", \"lease_failed\": " INT64_FORMAT
+					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT "}",
+					counts.reaped, counts.lease_failed, counts.timeouts, counts.gc_deleted);
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
+}

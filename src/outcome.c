@@ -1,0 +1,291 @@
+/*-------------------------------------------------------------------------
+ *
+ * outcome.c
+ *		Parsing and validation of the outcome objects handed to flush().
+ *
+ *		Every entry is checked before anything is written (SEMANTICS D9).
+ *		A malformed entry does not raise: it is marked invalid with the
+ *		reason, reported as such by flush, and its instance stays claimed;
+ *		the other entries still commit.  Only a malformed argument as a
+ *		whole (not an array, too many entries) is an error.  Unknown keys
+ *		are invalid too, so that a misspelt field is never silently ignored.
+ *
+ * IDENTIFICATION
+ *		src/outcome.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+
+#include "args.h"
+#include "gen_durable.h"
+#include "outcome.h"
+
+static const char *const next_keys[] = {
+	"id", "worker", "kind", "step", "state", "rate_limit", "weight",
+	"concurrency_key", "fsm_version", "continue", "lease", NULL
+};
+static const char *const retry_keys[] = {
+	"id", "worker", "kind", "state", "delay", "error", NULL
+};
+static const char *const await_keys[] = {
+	"id", "worker", "kind", "names", "step", "state", "timeout", NULL
+};
+static const char *const done_keys[] = {
+	"id", "worker", "kind", "result", NULL
+};
+static const char *const fail_keys[] = {
+	"id", "worker", "kind", "error", NULL
+};
+
+/*
+ * parse_state reads the optional "state" (absent = keep).
+ */
+static char *
+parse_state(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v = gd_json_field(obj, "state");
+
+	if (v == NULL)
+		return NULL;
+	return gd_json_object(v, "state", &o->state);
+}
+
+/*
+ * parse_step reads the required "step".
+ */
+static char *
+parse_step(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v = gd_json_field(obj, "step");
+
+	if (v == NULL)
+		return pstrdup("\"step\" is required");
+	return gd_json_name(v, "step", &o->step);
+}
+
+/*
+ * parse_next reads a "next" entry: the next step, its state and the
+ * admission options of the next step.
+ */
+static char *
+parse_next(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v;
+	char	   *problem;
+	int64		version;
+
+	if ((problem = parse_step(obj, o)) || (problem = parse_state(obj, o)))
+		return problem;
+	o->weight = 1;
+	if ((v = gd_json_field(obj, "rate_limit")) != NULL && !gd_json_is_null(v) &&
+		(problem = gd_json_name(v, "rate_limit", &o->rate_limit)))
+		return problem;
+	if ((v = gd_json_field(obj, "weight")) != NULL &&
+		(problem = gd_json_positive_float(v, "weight", &o->weight)))
+		return problem;
+	if ((v = gd_json_field(obj, "concurrency_key")) != NULL)
+	{
+		o->set_key = true;
+		if (!gd_json_is_null(v) &&
+			(problem = gd_json_name(v, "concurrency_key", &o->concurrency_key)))
+			return problem;
+	}
+	if ((v = gd_json_field(obj, "fsm_version")) != NULL)
+	{
+		if ((problem = gd_json_int(v, "fsm_version", PG_INT32_MIN, PG_INT32_MAX, &version)))
+			return problem;
+		o->has_fsm_version = true;
+		o->fsm_version = (int32) version;
+	}
+	if ((v = gd_json_field(obj, "continue")) != NULL &&
+		(problem = gd_json_bool(v, "continue", &o->cont)))
+		return problem;
+	if ((v = gd_json_field(obj, "lease")) != NULL)
+	{
+		if ((problem = gd_json_duration(v, "lease", &o->lease)))
+			return problem;
+		if (!gd_interval_positive(&o->lease))
+			return pstrdup("\"lease\" must be longer than zero");
+		o->has_lease = true;
+	}
+	return NULL;
+}
+
+/*
+ * parse_retry reads a "retry" entry: optional state, delay and error.
+ */
+static char *
+parse_retry(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v;
+	char	   *problem;
+
+	if ((problem = parse_state(obj, o)))
+		return problem;
+	if ((v = gd_json_field(obj, "delay")) != NULL &&
+		(problem = gd_json_duration(v, "delay", &o->delay)))
+		return problem;
+	if ((v = gd_json_field(obj, "error")) != NULL)
+		o->error = gd_json_value(v);
+	return NULL;
+}
+
+/*
+ * parse_await reads an "await" entry: the names to wait for, the step to
+ * run when woken, its state and an optional timeout.
+ */
+static char *
+parse_await(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v;
+	char	   *problem;
+
+	if ((v = gd_json_field(obj, "names")) == NULL)
+		return pstrdup("\"names\" is required");
+	if ((problem = gd_json_name_array(v, "names", &o->names)) ||
+		(problem = parse_step(obj, o)) ||
+		(problem = parse_state(obj, o)))
+		return problem;
+	if ((v = gd_json_field(obj, "timeout")) != NULL && !gd_json_is_null(v))
+	{
+		if ((problem = gd_json_duration(v, "timeout", &o->timeout)))
+			return problem;
+		if (!gd_interval_positive(&o->timeout))
+			return pstrdup("\"timeout\" must be longer than zero");
+		o->has_timeout = true;
+	}
+	return NULL;
+}
+
+/*
+ * parse_done reads a "done" entry: the optional result (default {}).
+ */
+static char *
+parse_done(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v = gd_json_field(obj, "result");
+
+	o->result = v ? gd_json_value(v)
+		: DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum("{}")));
+	return NULL;
+}
+
+/*
+ * parse_fail reads a "fail" entry: the error, any JSON (default
+ * {"reason": "failed"}).
+ */
+static char *
+parse_fail(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v = gd_json_field(obj, "error");
+
+	o->error = v ? gd_json_value(v)
+		: DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+											 CStringGetDatum("{\"reason\": \"failed\"}")));
+	return NULL;
+}
+
+/* the kinds, their keys and their parsers */
+typedef struct KindDef
+{
+	const char *name;
+	OutcomeKind kind;
+	const char *const *keys;
+	char	   *(*parse) (JsonbContainer *obj, Outcome *o);
+} KindDef;
+
+static const KindDef kinds[] = {
+	{"next", OUTCOME_NEXT, next_keys, parse_next},
+	{"retry", OUTCOME_RETRY, retry_keys, parse_retry},
+	{"await", OUTCOME_AWAIT, await_keys, parse_await},
+	{"done", OUTCOME_DONE, done_keys, parse_done},
+	{"fail", OUTCOME_FAIL, fail_keys, parse_fail},
+};
+
+/*
+ * parse_one validates one element of the outcomes array, returning why it
+ * is invalid or NULL.
+ */
+static char *
+parse_one(JsonbValue *e, Outcome *o)
+{
+	JsonbContainer *obj;
+	JsonbValue *v;
+	char	   *problem;
+	char	   *kind;
+	const KindDef *def = NULL;
+	int			k;
+
+	if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
+		return pstrdup("an outcome must be a JSON object");
+	obj = e->val.binary.data;
+
+	if ((v = gd_json_field(obj, "id")) == NULL)
+		return pstrdup("\"id\" is required");
+	if ((problem = gd_json_int(v, "id", 1, PG_INT64_MAX, &o->id)))
+		return problem;
+	o->has_id = true;
+	if ((v = gd_json_field(obj, "worker")) == NULL)
+		return pstrdup("\"worker\" is required");
+	if ((problem = gd_json_name(v, "worker", &o->worker)))
+		return problem;
+	if ((v = gd_json_field(obj, "kind")) == NULL)
+		return pstrdup("\"kind\" is required");
+	if ((problem = gd_json_name(v, "kind", &kind)))
+		return problem;
+	for (k = 0; k < lengthof(kinds); k++)
+		if (strcmp(kinds[k].name, kind) == 0)
+			def = &kinds[k];
+	if (def == NULL)
+		return psprintf("unknown kind \"%.64s\" (expected next, retry, await, done or fail)", kind);
+	o->kind = def->kind;
+	if ((problem = gd_json_unknown_key(obj, def->keys)))
+		return psprintf("%s for kind %s", problem, def->name);
+	return def->parse(obj, o);
+}
+
+/*
+ * gd_parse_outcomes validates the outcomes argument of flush and returns
+ * its entries in input order.  An id that appears twice makes its later
+ * entries invalid: one claim has one outcome.
+ */
+Outcome *
+gd_parse_outcomes(Jsonb *outcomes, int *n)
+{
+	Outcome    *out;
+	int			count;
+	int			i;
+	int			j;
+
+	if (!JB_ROOT_IS_ARRAY(outcomes) || JB_ROOT_IS_SCALAR(outcomes))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"outcomes\" must be a JSON array of outcome objects"),
+				 errhint("Pass for example '[{\"id\": 1, \"worker\": \"w1\", \"kind\": \"done\"}]'.")));
+	count = JB_ROOT_COUNT(outcomes);
+	if (count > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"outcomes\" has %d elements, more than the limit of %d",
+						count, GD_MAX_BATCH),
+				 errhint("Flush in smaller batches.")));
+
+	out = palloc0(sizeof(Outcome) * Max(count, 1));
+	for (i = 0; i < count; i++)
+	{
+		out[i].invalid = parse_one(getIthJsonbValueFromContainer(&outcomes->root, i), &out[i]);
+		if (out[i].invalid || !out[i].has_id)
+			continue;
+		for (j = 0; j < i; j++)
+			if (out[j].has_id && out[j].id == out[i].id && out[j].invalid == NULL)
+			{
+				out[i].invalid = pstrdup("this id already has an outcome earlier in the batch");
+				break;
+			}
+	}
+	*n = count;
+	return out;
+}

@@ -1,0 +1,334 @@
+/*-------------------------------------------------------------------------
+ *
+ * pick.c
+ *		pick(): claiming runnable instances of one queue.
+ *
+ *		A pick is claim -> admit -> flip, in one transaction (SEMANTICS §4,
+ *		D7):
+ *		1. the candidate statement locks up to `batch` due runnable rows of
+ *		   the queue in priority order, FOR NO KEY UPDATE SKIP LOCKED, after
+ *		   probing the K=1 arbiter per row (rows whose unconfigured
+ *		   concurrency key is already executing are skipped before the LIMIT,
+ *		   I-11), and keeps only the most urgent row per key (window dedup);
+ *		2. gd_admit decides which candidates may run (admit.c);
+ *		3. the flip statement turns the admitted rows into claims, records
+ *		   the awaited signal ids handed to the step (presented, D20) and
+ *		   returns the enriched jobs, all from one snapshot.
+ *		The UNIQUE arbiter index is what really enforces K=1: a concurrent
+ *		claim of the same key in another queue makes the flip raise a unique
+ *		violation, so a flip that touches keyed rows runs in a
+ *		subtransaction and is retried (the retry's probe sees the winner),
+ *		at most GD_CLAIM_ATTEMPTS times before the keyed rows are left for a
+ *		later pick (D7: contention never errors out of pick).
+ *
+ * IDENTIFICATION
+ *		src/pick.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/resowner.h"
+
+#include "admit.h"
+#include "args.h"
+#include "gen_durable.h"
+#include "spi_util.h"
+
+PG_FUNCTION_INFO_V1(gen_durable_pick);
+
+/* step 1: lock the candidates, most urgent first */
+static GdPlan candidates_plan = {
+	"SELECT c.id, c.concurrency_key, c.rate_limit, c.weight FROM ("
+	"  SELECT l.*, pg_catalog.row_number() OVER"
+	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn"
+	"    FROM (SELECT i.id, i.concurrency_key, i.rate_limit, i.weight, i.priority, i.eligible_at"
+	"            FROM gen_durable.instances i"
+	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e"
+	"                                WHERE e.concurrency_key = i.concurrency_key"
+	"                                  AND e.status = 'executing'"
+	"                                  AND e.concurrency_key IS NOT NULL"
+	"                                  AND e.concurrency_shard IS NULL"
+	"                                LIMIT 1) k ON true"
+	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
+	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
+	"             AND k.busy IS NULL"
+	"           ORDER BY i.priority, i.eligible_at"
+	"           LIMIT $3"
+	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l"
+	") c"
+	" WHERE c.concurrency_key IS NULL OR c.rn = 1"
+	" ORDER BY c.priority, c.eligible_at, c.id",
+	4,
+	{TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID}
+};
+
+/*
+ * step 3: flip the admitted rows and return their jobs.  The probe repeats
+ * the arbiter's predicate so that a retry after a unique violation skips
+ * the key the concurrent claim won (a scalar subquery, so it stays a
+ * per-row index probe).
+ */
+static GdPlan flip_plan = {
+	"WITH f AS ("
+	"  UPDATE gen_durable.instances i"
+	"     SET status = 'executing', locked_by = $2, lease_expires_at = $3,"
+	"         updated_at = $4, concurrency_shard = NULL,"
+	"         presented = (SELECT pg_catalog.array_agg(s.id ORDER BY s.id)"
+	"                        FROM gen_durable.signals s"
+	"                       WHERE s.target_id = i.id AND s.name = ANY (i.awaits))"
+	"   WHERE i.id = ANY ($1) AND i.status = 'runnable'"
+	"     AND (i.concurrency_key IS NULL"
+	"          OR (SELECT true FROM gen_durable.instances e"
+	"               WHERE e.concurrency_key = i.concurrency_key"
+	"                 AND e.status = 'executing'"
+	"                 AND e.concurrency_key IS NOT NULL"
+	"                 AND e.concurrency_shard IS NULL LIMIT 1) IS NULL)"
+	"  RETURNING i AS inst"
+	")"
+	"SELECT j.* FROM f CROSS JOIN LATERAL gen_durable._job(f.inst) j"
+	" ORDER BY (f.inst).priority, (f.inst).eligible_at, (f.inst).id",
+	4,
+	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+/* what one pick call works with */
+typedef struct PickArgs
+{
+	char	   *queue;
+	char	   *worker;
+	int			batch;
+	Interval   *lease;
+	Datum		fsms;			/* text[], or 0 when NULL */
+} PickArgs;
+
+/*
+ * emit_jobs appends the rows of the flip's result to the SRF's tuplestore.
+ */
+static void
+emit_jobs(ReturnSetInfo *rsinfo, int rows)
+{
+	int			natts = rsinfo->setDesc->natts;
+	Datum	   *values = palloc(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
+	int			r;
+	int			c;
+
+	if (SPI_tuptable->tupdesc->natts != natts)
+		elog(ERROR, "gen_durable.job has %d columns, the pick statement returned %d",
+			 natts, SPI_tuptable->tupdesc->natts);
+	for (r = 0; r < rows; r++)
+	{
+		for (c = 0; c < natts; c++)
+			values[c] = gd_result_datum(r, c + 1, &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * is_arbiter_violation says whether an error is the K=1 arbiter refusing a
+ * second executing row for a key.
+ */
+static bool
+is_arbiter_violation(ErrorData *edata)
+{
+	return edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION &&
+		edata->constraint_name != NULL &&
+		strcmp(edata->constraint_name, "instances_concurrency_active") == 0;
+}
+
+/*
+ * flip_in_subxact runs the flip in a subtransaction and returns the number
+ * of rows flipped, or -1 when the K=1 arbiter refused it (the flip is then
+ * undone; the candidate locks, taken by the parent, stay).
+ */
+static int
+flip_in_subxact(Datum *values, char *nulls)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int			rows = -1;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (!is_arbiter_violation(edata))
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		rows = -1;
+	}
+	PG_END_TRY();
+	return rows;
+}
+
+/*
+ * claim_once runs one claim -> admit -> flip and emits the jobs; returns
+ * how many were claimed.
+ */
+static int
+claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	AdmitCandidate *cands;
+	int64	   *admitted;
+	int			n;
+	int			nadmitted = 0;
+	int			i;
+	int			rows;
+	bool		keyed = false;
+
+	values[0] = CStringGetTextDatum(args->queue);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(args->batch);
+	values[3] = args->fsms;
+	nulls[3] = args->fsms ? ' ' : 'n';
+	n = gd_execute(&candidates_plan, values, nulls, SPI_OK_SELECT);
+	if (n == 0)
+		return 0;
+
+	cands = palloc(sizeof(AdmitCandidate) * n);
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		cands[i].id = gd_result_int64(i, 1);
+		cands[i].concurrency_key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		cands[i].rate_limit = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		cands[i].weight = DatumGetFloat8(gd_result_datum(i, 4, &isnull));
+	}
+	gd_admit(cands, n);
+
+	admitted = palloc(sizeof(int64) * n);
+	for (i = 0; i < n; i++)
+	{
+		if (!cands[i].admitted)
+			continue;
+		admitted[nadmitted++] = cands[i].id;
+		keyed |= cands[i].concurrency_key != NULL;
+	}
+	if (nadmitted == 0)
+		return 0;
+
+	values[0] = PointerGetDatum(gd_int8_array(admitted, nadmitted));
+	values[1] = CStringGetTextDatum(args->worker);
+	values[2] = TimestampTzGetDatum(gd_add_interval(now, args->lease));
+	values[3] = TimestampTzGetDatum(now);
+	memset(nulls, ' ', sizeof(nulls));
+
+	if (!keyed)
+		rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
+	else
+	{
+		int			attempt;
+
+		rows = -1;
+		for (attempt = 0; attempt < GD_CLAIM_ATTEMPTS && rows < 0; attempt++)
+			rows = flip_in_subxact(values, nulls);
+		if (rows < 0)
+		{
+			/* keep contention out of the caller: claim only the keyless rows */
+			int			nkeyless = 0;
+
+			for (i = 0; i < n; i++)
+				if (cands[i].admitted && cands[i].concurrency_key == NULL)
+					admitted[nkeyless++] = cands[i].id;
+			if (nkeyless == 0)
+				return 0;
+			values[0] = PointerGetDatum(gd_int8_array(admitted, nkeyless));
+			rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
+		}
+	}
+	emit_jobs(rsinfo, rows);
+	return rows;
+}
+
+/*
+ * wait_a_little sleeps on the latch before the next claim attempt of a
+ * waiting pick, never past the deadline; returns false once it has passed.
+ * Interrupts (statement_timeout, pg_cancel_backend) are served.
+ */
+static bool
+wait_a_little(TimestampTz deadline, long *sleep_ms)
+{
+	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+	if (left <= 0)
+		return false;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 Min(*sleep_ms, left), PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	*sleep_ms = Min(*sleep_ms * 2, 200);
+	return true;
+}
+
+/*
+ * gen_durable_pick implements gen_durable.pick(queue, worker, batch, lease,
+ * wait, fsms): claims up to batch jobs; with wait > 0 and nothing to claim
+ * it keeps trying until work appears or the wait (capped by
+ * gen_durable.max_wait) ends.
+ */
+Datum
+gen_durable_pick(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	PickArgs	args;
+	Interval   *wait;
+	TimestampTz deadline;
+	long		sleep_ms = 10;
+
+	gd_require_read_committed("pick");
+	args.queue = gd_arg_name(fcinfo, 0, "queue", true);
+	args.worker = gd_arg_name(fcinfo, 1, "worker", true);
+	args.batch = gd_arg_batch(fcinfo, 2, "batch");
+	args.lease = gd_arg_interval(fcinfo, 3, "lease", true);
+	wait = gd_arg_interval(fcinfo, 4, "wait", false);
+	args.fsms = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+	if (args.fsms && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(5)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"fsms\" must not contain NULL"),
+				 errhint("List machine names, or pass NULL for every machine.")));
+
+	deadline = GetCurrentTimestamp();
+	if (gd_interval_positive(wait))
+	{
+		TimestampTz cap = TimestampTzPlusMilliseconds(deadline, gen_durable_max_wait);
+
+		deadline = gd_add_interval(deadline, wait);
+		if (deadline > cap)
+			deadline = cap;
+	}
+
+	InitMaterializedSRF(fcinfo, 0);
+	gd_connect();
+	while (claim_once(&args, rsinfo) == 0 && wait_a_little(deadline, &sleep_ms))
+		;
+	gd_finish();
+	return (Datum) 0;
+}

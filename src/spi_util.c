@@ -1,0 +1,231 @@
+/*-------------------------------------------------------------------------
+ *
+ * spi_util.c
+ *		Plans prepared once per backend, and small helpers for passing
+ *		arrays to and reading results from SPI.
+ *
+ *		Every statement the engine runs is a static GdPlan: prepared on first
+ *		use with SPI_prepare, kept with SPI_keepplan, and executed with
+ *		SPI_execute_plan.  Statements are set-based over array parameters, so
+ *		the number of statements a call runs never depends on its batch size.
+ *		Plans survive DROP/CREATE EXTENSION: the plan cache re-analyses the
+ *		(schema-qualified) text when the tables it uses are invalidated.
+ *
+ * IDENTIFICATION
+ *		src/spi_util.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "gen_durable.h"
+#include "spi_util.h"
+
+/*
+ * gd_connect opens SPI for a SQL-callable function.
+ */
+void
+gd_connect(void)
+{
+	int			ret = SPI_connect();
+
+	if (ret != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(ret));
+}
+
+/*
+ * gd_finish closes SPI; results must have been copied out before.
+ */
+void
+gd_finish(void)
+{
+	int			ret = SPI_finish();
+
+	if (ret != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(ret));
+}
+
+/*
+ * gd_execute runs a statement, preparing and keeping its plan on first use,
+ * and checks that SPI answered with the expected result code.  Each call is
+ * a new statement with a fresh snapshot under READ COMMITTED.  Returns the
+ * number of rows processed.
+ */
+int
+gd_execute(GdPlan *plan, Datum *values, const char *nulls, int expected)
+{
+	int			ret;
+
+	if (plan->plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
+
+		if (p == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(p) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plan->plan = p;
+	}
+
+	ret = SPI_execute_plan(plan->plan, values, nulls, false, 0);
+	if (ret != expected)
+		elog(ERROR, "gen_durable statement failed: %s", SPI_result_code_string(ret));
+	return (int) SPI_processed;
+}
+
+/*
+ * gd_result_datum returns one value of the last result, valid until
+ * SPI_finish or the next statement.
+ */
+Datum
+gd_result_datum(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc,
+						 col, isnull);
+}
+
+/*
+ * gd_result_copy returns one value of the last result copied into the
+ * memory context of the function that called SPI_connect, so that it
+ * outlives SPI_finish.
+ */
+Datum
+gd_result_copy(int row, int col, bool *isnull)
+{
+	Datum		value = gd_result_datum(row, col, isnull);
+	Oid			type;
+	int16		typlen;
+	bool		typbyval;
+
+	if (*isnull)
+		return (Datum) 0;
+	type = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+	get_typlenbyval(type, &typlen, &typbyval);
+	return SPI_datumTransfer(value, typbyval, typlen);
+}
+
+/*
+ * gd_result_int64 returns a non-NULL bigint (or int) column of the last result.
+ */
+int64
+gd_result_int64(int row, int col)
+{
+	bool		isnull;
+	Datum		value = gd_result_datum(row, col, &isnull);
+
+	if (isnull)
+		elog(ERROR, "unexpected NULL in column %d of a gen_durable result", col);
+	switch (SPI_gettypeid(SPI_tuptable->tupdesc, col))
+	{
+		case INT4OID:
+			return DatumGetInt32(value);
+		case INT2OID:
+			return DatumGetInt16(value);
+		default:
+			return DatumGetInt64(value);
+	}
+}
+
+/*
+ * gd_array builds a one-dimensional array (possibly with NULLs) of a
+ * built-in element type.
+ */
+ArrayType *
+gd_array(Datum *values, bool *nulls, int n, Oid elemtype)
+{
+	int			dims[1];
+	int			lbs[1];
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	dims[0] = n;
+	lbs[0] = 1;
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return construct_md_array(values, nulls, n > 0 ? 1 : 0, dims, lbs,
+							  elemtype, typlen, typbyval, typalign);
+}
+
+/*
+ * gd_int8_array builds a bigint[] from C values.
+ */
+ArrayType *
+gd_int8_array(const int64 *values, int n)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		datums[i] = Int64GetDatum(values[i]);
+	return gd_array(datums, NULL, n, INT8OID);
+}
+
+/*
+ * gd_array_int8 unpacks a bigint[] argument into C values; NULL elements,
+ * more than one dimension or more than GD_MAX_BATCH elements are refused
+ * with an error that names the argument.  Returns the element count.
+ */
+int
+gd_array_int8(ArrayType *array, const char *argname, int64 **out)
+{
+	Datum	   *datums;
+	bool	   *nulls;
+	int			n;
+	int			i;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("argument \"%s\" must be a one-dimensional array", argname)));
+	deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &datums, &nulls, &n);
+	if (n > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" has %d elements, more than the limit of %d",
+						argname, n, GD_MAX_BATCH),
+				 errhint("Split the call into smaller batches.")));
+	*out = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not contain NULL elements", argname)));
+		(*out)[i] = DatumGetInt64(datums[i]);
+	}
+	return n;
+}
+
+/*
+ * gd_add_interval returns ts + span with timestamptz arithmetic (months and
+ * days in the session time zone, like the SQL operator).
+ */
+TimestampTz
+gd_add_interval(TimestampTz ts, Interval *span)
+{
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
+												   TimestampTzGetDatum(ts),
+												   IntervalPGetDatum(span)));
+}
+
+/*
+ * gd_require_read_committed refuses to run under REPEATABLE READ or
+ * SERIALIZABLE (SEMANTICS D15, I-3): the wake-up and ownership guarantees
+ * rely on every statement seeing the latest committed rows.
+ */
+void
+gd_require_read_committed(const char *function)
+{
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("gen_durable.%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
+						function),
+				 errhint("Call it in a READ COMMITTED transaction (the default).")));
+}
