@@ -429,24 +429,79 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 }
 
 /*
- * entry_by_id finds the applied entry for an id returned by a statement.
+ * compare_entries orders entries by id, then by input position.
  */
-static Entry *
-entry_by_id(Entry *entries, int n, int64 id)
+static int
+compare_entries(const void *a, const void *b)
 {
-	int			i;
+	const Entry *x = *(Entry *const *) a;
+	const Entry *y = *(Entry *const *) b;
 
-	for (i = 0; i < n; i++)
-		if (entries[i].act != ACT_NONE && entries[i].o->id == id)
-			return &entries[i];
-	return NULL;
+	if (x->o->id != y->o->id)
+		return (x->o->id > y->o->id) - (x->o->id < y->o->id);
+	return (x > y) - (x < y);
 }
 
 /*
- * apply runs statements 3 to 6 for the decided entries.
+ * index_entries returns the valid entries sorted by id.  An id that appears
+ * again later in the batch makes that later entry invalid: one claim has
+ * one outcome.
+ */
+static Entry **
+index_entries(Entry *entries, int n, int *nvalid)
+{
+	Entry	  **byid = palloc(sizeof(Entry *) * Max(n, 1));
+	int			m = 0;
+	int			kept = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (entries[i].o->invalid == NULL)
+			byid[m++] = &entries[i];
+	qsort(byid, m, sizeof(Entry *), compare_entries);
+	for (i = 0; i < m; i++)
+	{
+		if (kept > 0 && byid[kept - 1]->o->id == byid[i]->o->id)
+		{
+			byid[i]->o->invalid = "this id already has an outcome earlier in the batch";
+			continue;
+		}
+		byid[kept++] = byid[i];
+	}
+	*nvalid = kept;
+	return byid;
+}
+
+/*
+ * entry_by_id finds the valid entry for an id returned by a statement.
+ */
+static Entry *
+entry_by_id(Entry **byid, int n, int64 id)
+{
+	int			lo = 0;
+	int			hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (byid[mid]->o->id == id)
+			return byid[mid];
+		if (byid[mid]->o->id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	elog(ERROR, "flush statement returned id " INT64_FORMAT ", which is not in the batch", id);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * apply runs statements 3 to 6 for the decided entries; byid indexes the
+ * valid ones by id.
  */
 static void
-apply(Entry *entries, int n, TimestampTz now)
+apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 {
 	UpdateCols	cols;
 	Datum		values[UC_NCOLS + 1];
@@ -505,7 +560,7 @@ apply(Entry *entries, int n, TimestampTz now)
 	gd_settled_init(&settled, cols.n);
 	for (i = 0; i < rows; i++)
 	{
-		Entry	   *e = entry_by_id(entries, n, gd_result_int64(i, 1));
+		Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
 		bool		isnull;
 		Datum		job = gd_result_copy(i, 2, &isnull);
 
@@ -527,7 +582,7 @@ apply(Entry *entries, int n, TimestampTz now)
 		values[1] = TimestampTzGetDatum(now);
 		rows = gd_execute(&recheck_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
 		for (i = 0; i < rows; i++)
-			entry_by_id(entries, n, gd_result_int64(i, 1))->detail = "woken";
+			entry_by_id(byid, nvalid, gd_result_int64(i, 1))->detail = "woken";
 	}
 
 	/* 6. terminal riders */
@@ -547,8 +602,9 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	Outcome    *outcomes;
 	Entry	   *entries;
 	LockedRow  *rows = NULL;
+	Entry	  **byid;
 	int64	   *ids;
-	int			nids = 0;
+	int			nvalid;
 	int			nrows = 0;
 	int			n;
 	int			i;
@@ -559,26 +615,25 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	entries = palloc0(sizeof(Entry) * Max(n, 1));
-	ids = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < n; i++)
-	{
 		entries[i].o = &outcomes[i];
-		if (outcomes[i].invalid == NULL)
-			ids[nids++] = outcomes[i].id;
-	}
+	byid = index_entries(entries, n, &nvalid);
+	ids = palloc(sizeof(int64) * Max(nvalid, 1));
+	for (i = 0; i < nvalid; i++)
+		ids[i] = byid[i]->o->id;
 
 	gd_connect();
-	if (nids > 0)
+	if (nvalid > 0)
 	{
 		Datum		values[1];
 
-		values[0] = PointerGetDatum(gd_int8_array(ids, nids));
+		values[0] = PointerGetDatum(gd_int8_array(ids, nvalid));
 		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 		rows = read_locked(nrows);
 	}
 	for (i = 0; i < n; i++)
 		decide(&entries[i], rows, nrows);
-	apply(entries, n, now);
+	apply(entries, n, byid, nvalid, now);
 
 	for (i = 0; i < n; i++)
 	{

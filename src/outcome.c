@@ -249,8 +249,7 @@ parse_one(JsonbValue *e, Outcome *o)
 
 /*
  * gd_parse_outcomes validates the outcomes argument of flush and returns
- * its entries in input order.  An id that appears twice makes its later
- * entries invalid: one claim has one outcome.
+ * its entries in input order.
  */
 Outcome *
 gd_parse_outcomes(Jsonb *outcomes, int *n)
@@ -258,7 +257,6 @@ gd_parse_outcomes(Jsonb *outcomes, int *n)
 	Outcome    *out;
 	int			count;
 	int			i;
-	int			j;
 
 	if (!JB_ROOT_IS_ARRAY(outcomes) || JB_ROOT_IS_SCALAR(outcomes))
 		ereport(ERROR,
@@ -275,17 +273,7 @@ gd_parse_outcomes(Jsonb *outcomes, int *n)
 
 	out = palloc0(sizeof(Outcome) * Max(count, 1));
 	for (i = 0; i < count; i++)
-	{
 		out[i].invalid = parse_one(getIthJsonbValueFromContainer(&outcomes->root, i), &out[i]);
-		if (out[i].invalid || !out[i].has_id)
-			continue;
-		for (j = 0; j < i; j++)
-			if (out[j].has_id && out[j].id == out[i].id && out[j].invalid == NULL)
-			{
-				out[i].invalid = pstrdup("this id already has an outcome earlier in the batch");
-				break;
-			}
-	}
 	*n = count;
 	return out;
 }
