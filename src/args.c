@@ -160,6 +160,32 @@ gd_arg_batch(FunctionCallInfo fcinfo, int argno, const char *argname)
 }
 
 /*
+ * gd_json_batch_array checks that a jsonb argument is an array of at most
+ * GD_MAX_BATCH elements and returns its length; what is an element of a
+ * good one is shown by example in the hint.
+ */
+int
+gd_json_batch_array(Jsonb *arg, const char *argname, const char *what,
+					const char *example)
+{
+	int			n;
+
+	if (!JB_ROOT_IS_ARRAY(arg) || JB_ROOT_IS_SCALAR(arg))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be a JSON array of %s", argname, what),
+				 errhint("Pass for example '%s'.", example)));
+	n = JB_ROOT_COUNT(arg);
+	if (n > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" has %d elements, more than the limit of %d",
+						argname, n, GD_MAX_BATCH),
+				 errhint("Split the call into smaller batches.")));
+	return n;
+}
+
+/*
  * gd_json_field returns the value of key in a JSON object, or NULL when the
  * key is absent.
  */

@@ -25,6 +25,8 @@ extern Interval *gd_arg_interval(FunctionCallInfo fcinfo, int argno,
 								 const char *argname, bool positive);
 extern Jsonb *gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	gd_arg_batch(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern int	gd_json_batch_array(Jsonb *arg, const char *argname,
+								const char *what, const char *example);
 extern bool gd_interval_positive(Interval *span);
 extern bool gd_interval_negative(Interval *span);
 

@@ -616,18 +616,8 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 	int			rows;
 	List	   *unresolved = NIL;
 
-	if (!JB_ROOT_IS_ARRAY(specs) || JB_ROOT_IS_SCALAR(specs))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"specs\" must be a JSON array of insert specs"),
-				 errhint("Pass for example '[{\"fsm\": \"mail\", \"state\": {\"to\": \"a@b\"}}]'.")));
-	n = JB_ROOT_COUNT(specs);
-	if (n > GD_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("argument \"specs\" has %d elements, more than the limit of %d",
-						n, GD_MAX_BATCH),
-				 errhint("Split the batch.")));
+	n = gd_json_batch_array(specs, "specs", "insert specs",
+							"[{\"fsm\": \"mail\", \"state\": {\"to\": \"a@b\"}}]");
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)

@@ -258,18 +258,8 @@ gd_parse_outcomes(Jsonb *outcomes, int *n)
 	int			count;
 	int			i;
 
-	if (!JB_ROOT_IS_ARRAY(outcomes) || JB_ROOT_IS_SCALAR(outcomes))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"outcomes\" must be a JSON array of outcome objects"),
-				 errhint("Pass for example '[{\"id\": 1, \"worker\": \"w1\", \"kind\": \"done\"}]'.")));
-	count = JB_ROOT_COUNT(outcomes);
-	if (count > GD_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("argument \"outcomes\" has %d elements, more than the limit of %d",
-						count, GD_MAX_BATCH),
-				 errhint("Flush in smaller batches.")));
+	count = gd_json_batch_array(outcomes, "outcomes", "outcome objects",
+								"[{\"id\": 1, \"worker\": \"w1\", \"kind\": \"done\"}]");
 
 	out = palloc0(sizeof(Outcome) * Max(count, 1));
 	for (i = 0; i < count; i++)
