@@ -185,10 +185,12 @@ CREATE TYPE gen_durable.job AS (
 -- _job builds the job a worker receives from a claimed instance row: the
 -- inbox, the awaited subset (exactly the signal ids recorded in presented)
 -- and the children of the current fan-out round.  Used by pick and by an
--- inline continue in flush, so both hand out identical jobs.
+-- inline continue in flush, so both hand out identical jobs.  Declared
+-- SETOF (one row) so that the planner inlines it into those statements
+-- instead of running it as a separate plan per job.
 CREATE FUNCTION gen_durable._job(i gen_durable.instances)
-RETURNS gen_durable.job
-LANGUAGE sql STABLE
+RETURNS SETOF gen_durable.job
+LANGUAGE sql STABLE ROWS 1
 AS $$
 	SELECT i.id, i.fsm, i.fsm_version, i.step, i.state, i.attempt, i.steps,
 		   COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(

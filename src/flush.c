@@ -12,7 +12,8 @@
  *		            (D2), continue or requeue (D10), the values to write;
  *		3. consume- delete the signals handed to progressing steps (§5.3);
  *		4. update - one UPDATE over all applied entries, guarded again by
- *		            ownership; an inline continue returns its refreshed job;
+ *		            ownership (locked_by, which is set only while
+ *		            executing); an inline continue returns its refreshed job;
  *		5. recheck- parked entries flip straight back to runnable when an
  *		            unpresented awaited signal already exists (a new
  *		            statement, so a fresh snapshot: I-2, I-4);
@@ -125,12 +126,12 @@ static GdPlan update_plan = {
 	"         error = COALESCE(o.error, i.error),"
 	"         updated_at = $21"
 	"    FROM o"
-	"   WHERE i.id = o.id AND i.status = 'executing' AND i.locked_by = o.worker"
+	"   WHERE i.id = o.id AND i.locked_by = o.worker"
 	"  RETURNING i AS inst, o.status"
 	")"
 	"SELECT (u.inst).id,"
 	"       CASE WHEN u.status = 'executing'"
-	"            THEN pg_catalog.to_jsonb(gen_durable._job(u.inst)) END"
+	"            THEN (SELECT pg_catalog.to_jsonb(j) FROM gen_durable._job(u.inst) j) END"
 	"  FROM u",
 	21,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,

@@ -68,62 +68,45 @@ static GdPlan insert_plan = {
 	TIMESTAMPTZOID}
 };
 
+/* ids for a batch, drawn up front so that each input position keeps its id */
+static GdPlan draw_ids_plan = {
+	"SELECT pg_catalog.nextval('gen_durable.instances_id_seq')"
+	"  FROM pg_catalog.generate_series(1, $1)",
+	1,
+	{INT4OID}
+};
+
 /*
- * One statement for a whole batch.  Ids are drawn up front so that each
- * input position (ord) can be matched with the row it created; rows are
- * inserted in correlation_key order (I-21).  A duplicate reports the
- * occupying id: the winner inside the batch, else the row visible to this
- * statement (a concurrent occupant committed after its snapshot is looked
- * up by a second statement, see resolve_plan).
+ * One statement for a whole batch, inserting in correlation_key order
+ * (I-21); it returns the ids that were created, the rest were duplicates.
  */
 static GdPlan insert_many_plan = {
-	"WITH spec AS ("
-	"  SELECT pg_catalog.nextval('gen_durable.instances_id_seq') AS id, s.*"
-	"    FROM ROWS FROM (pg_catalog.unnest($1::int4[]), "
-	"                     pg_catalog.unnest($2::text[]), "
-	"                     pg_catalog.unnest($3::int4[]), "
-	"                     pg_catalog.unnest($4::text[]), "
-	"                     pg_catalog.unnest($5::jsonb[]), "
-	"                     pg_catalog.unnest($6::text[]), "
-	"                     pg_catalog.unnest($7::int4[]), "
-	"                     pg_catalog.unnest($8::timestamptz[]), "
-	"                     pg_catalog.unnest($9::text[]), "
-	"                     pg_catalog.unnest($10::text[]), "
-	"                     pg_catalog.unnest($11::text[]), "
-	"                     pg_catalog.unnest($12::text[]), "
-	"                     pg_catalog.unnest($13::float8[]), "
-	"                     pg_catalog.unnest($14::int4[]), "
-	"                     pg_catalog.unnest($15::int4[]), "
-	"                     pg_catalog.unnest($16::jsonb[]))"
-	"      AS s(ord, fsm, fsm_version, step, state, queue, priority, eligible_at,"
-	"           correlation_key, scope, concurrency_key, rate_limit, weight,"
-	"           max_attempts, max_steps, metadata)"
-	"), ins AS ("
-	"  INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ") OVERRIDING SYSTEM VALUE"
+	"INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ") OVERRIDING SYSTEM VALUE"
 	"  SELECT id, fsm, fsm_version, step, state, queue, priority::int2, eligible_at,"
 	"         correlation_key, pg_catalog.string_to_array(scope, ',')::gen_durable.status[],"
 	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $17, $17"
-	"    FROM spec ORDER BY correlation_key, ord"
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]),"
+	"                    pg_catalog.unnest($3::int4[]), pg_catalog.unnest($4::text[]),"
+	"                    pg_catalog.unnest($5::jsonb[]), pg_catalog.unnest($6::text[]),"
+	"                    pg_catalog.unnest($7::int4[]), pg_catalog.unnest($8::timestamptz[]),"
+	"                    pg_catalog.unnest($9::text[]), pg_catalog.unnest($10::text[]),"
+	"                    pg_catalog.unnest($11::text[]), pg_catalog.unnest($12::text[]),"
+	"                    pg_catalog.unnest($13::float8[]), pg_catalog.unnest($14::int4[]),"
+	"                    pg_catalog.unnest($15::int4[]), pg_catalog.unnest($16::jsonb[]))"
+	"      AS s(id, fsm, fsm_version, step, state, queue, priority, eligible_at,"
+	"           correlation_key, scope, concurrency_key, rate_limit, weight,"
+	"           max_attempts, max_steps, metadata)"
+	"   ORDER BY correlation_key, id"
 	INSERT_CONFLICT
-	"  RETURNING id, correlation_guard"
-	")"
-	"SELECT spec.ord, COALESCE(ins.id, won.id, occupant.id), ins.id IS NOT NULL,"
-	"       spec.correlation_key"
-	"  FROM spec"
-	"  LEFT JOIN ins ON ins.id = spec.id"
-	"  LEFT JOIN ins won ON ins.id IS NULL AND won.correlation_guard = spec.correlation_key"
-	"  LEFT JOIN LATERAL (SELECT o.id FROM gen_durable.instances o"
-	"                      WHERE o.correlation_guard = spec.correlation_key) occupant"
-	"         ON ins.id IS NULL AND won.id IS NULL"
-	" ORDER BY spec.ord",
+	" RETURNING id",
 	17,
-	{INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+	{INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID,
 	INT4ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
 };
 
-/* occupants of keys whose occupant committed after insert_many's snapshot */
+/* the occupants of keys whose duplicates had no winner inside the batch */
 static GdPlan resolve_plan = {
 	"SELECT correlation_guard, id FROM gen_durable.instances"
 	" WHERE correlation_guard = ANY ($1)",
@@ -561,13 +544,13 @@ typedef struct SpecColumns
  * spec_columns_set stores one spec as row i of the parallel arrays.
  */
 static void
-spec_columns_set(SpecColumns *c, int i, int ord, InsertSpec *s)
+spec_columns_set(SpecColumns *c, int i, int64 id, InsertSpec *s)
 {
 	int			k;
 
 	for (k = 0; k < 16; k++)
 		c->null[k][i] = false;
-	c->col[0][i] = Int32GetDatum(ord);
+	c->col[0][i] = Int64GetDatum(id);
 	c->col[1][i] = CStringGetTextDatum(s->fsm);
 	c->col[2][i] = Int32GetDatum(s->fsm_version);
 	c->col[3][i] = CStringGetTextDatum(s->step);
@@ -592,36 +575,149 @@ spec_columns_set(SpecColumns *c, int i, int ord, InsertSpec *s)
 
 /* element types of the sixteen parallel arrays */
 static const Oid spec_column_types[16] = {
-	INT4OID, TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
+	INT8OID, TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
 	TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID,
 	INT4OID, JSONBOID
 };
 
+/* a keyed spec of a batch, for matching duplicates with their occupants */
+typedef struct KeyedOrd
+{
+	const char *key;
+	int			ord;
+} KeyedOrd;
+
+/*
+ * compare_keyed orders keyed specs by key.
+ */
+static int
+compare_keyed(const void *a, const void *b)
+{
+	return strcmp(((const KeyedOrd *) a)->key, ((const KeyedOrd *) b)->key);
+}
+
+/*
+ * compare_int64 orders ids.
+ */
+static int
+compare_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * resolve_duplicates fills the occupying id of every spec that was not
+ * created: the spec of the same key that was created in this batch, else
+ * the live occupant found by resolve_plan (one statement for all of them).
+ * A duplicate whose occupant is already gone keeps a NULL id.
+ */
+static void
+resolve_duplicates(InsertSpec *specs, int n, int64 *ids, bool *created, bool *idnull)
+{
+	KeyedOrd   *keyed = palloc(sizeof(KeyedOrd) * n);
+	Datum	   *orphans = palloc(sizeof(Datum) * n);
+	int			nkeyed = 0;
+	int			norphans = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < n; i++)
+		if (specs[i].correlation_key != NULL && specs[i].scope[0] != '\0')
+		{
+			keyed[nkeyed].key = specs[i].correlation_key;
+			keyed[nkeyed++].ord = i;
+		}
+	qsort(keyed, nkeyed, sizeof(KeyedOrd), compare_keyed);
+	for (i = 0; i < nkeyed; i = j)
+	{
+		int64		winner = 0;
+		int			k;
+
+		for (j = i; j < nkeyed && strcmp(keyed[j].key, keyed[i].key) == 0; j++)
+			if (created[keyed[j].ord])
+				winner = ids[keyed[j].ord];
+		for (k = i; k < j; k++)
+			if (!created[keyed[k].ord])
+			{
+				idnull[keyed[k].ord] = winner == 0;
+				ids[keyed[k].ord] = winner;
+			}
+		if (winner == 0)
+			orphans[norphans++] = CStringGetTextDatum(keyed[i].key);
+	}
+	if (norphans > 0)
+	{
+		Datum		values[1];
+		int			found;
+		int			r;
+
+		values[0] = PointerGetDatum(gd_array(orphans, NULL, norphans, TEXTOID));
+		found = gd_execute(&resolve_plan, values, NULL, SPI_OK_SELECT);
+		for (r = 0; r < found; r++)
+		{
+			char	   *key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+			int64		id = gd_result_int64(r, 2);
+
+			for (i = 0; i < n; i++)
+				if (!created[i] && idnull[i] && specs[i].correlation_key &&
+					strcmp(specs[i].correlation_key, key) == 0)
+				{
+					ids[i] = id;
+					idnull[i] = false;
+				}
+		}
+	}
+}
+
 /*
  * gen_durable_insert_many implements gen_durable.insert_many(specs): one
- * row (ord, id, created) per input spec, in input order.
+ * row (ord, id, created) per input spec, in input order.  Three statements
+ * at most: draw ids, insert, and look up occupants of duplicates.
  */
 Datum
 gen_durable_insert_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
-	Jsonb	   *specs = gd_arg_jsonb(fcinfo, 0, "specs");
+	Jsonb	   *specs_arg = gd_arg_jsonb(fcinfo, 0, "specs");
+	InsertSpec *specs;
 	SpecColumns cols;
 	Datum		values[17];
-	char		nulls[17];
+	int64	   *ids;
+	int64	   *made;
+	bool	   *created;
+	bool	   *idnull;
 	int			n;
+	int			nmade;
 	int			i;
 	int			k;
-	int			rows;
-	List	   *unresolved = NIL;
 
-	n = gd_json_batch_array(specs, "specs", "insert specs",
+	n = gd_json_batch_array(specs_arg, "specs", "insert specs",
 							"[{\"fsm\": \"mail\", \"state\": {\"to\": \"a@b\"}}]");
-
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)
 		return (Datum) 0;
+
+	specs = palloc(sizeof(InsertSpec) * n);
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(&specs_arg->root, i);
+
+		if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
+			spec_error(i, "must be a JSON object");
+		gd_spec_from_json(e->val.binary.data, i, now, &specs[i]);
+	}
+
+	gd_connect();
+	values[0] = Int32GetDatum(n);
+	if (gd_execute(&draw_ids_plan, values, NULL, SPI_OK_SELECT) != n)
+		elog(ERROR, "could not draw %d instance ids", n);
+	ids = palloc(sizeof(int64) * n);
+	for (i = 0; i < n; i++)
+		ids[i] = gd_result_int64(i, 1);
 
 	for (k = 0; k < 16; k++)
 	{
@@ -629,77 +725,34 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 		cols.null[k] = palloc(sizeof(bool) * n);
 	}
 	for (i = 0; i < n; i++)
-	{
-		JsonbValue *e = getIthJsonbValueFromContainer(&specs->root, i);
-		InsertSpec	spec;
-
-		if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
-			spec_error(i, "must be a JSON object");
-		gd_spec_from_json(e->val.binary.data, i, now, &spec);
-		spec_columns_set(&cols, i, i, &spec);
-	}
-
-	memset(nulls, ' ', sizeof(nulls));
+		spec_columns_set(&cols, i, ids[i], &specs[i]);
 	for (k = 0; k < 16; k++)
 		values[k] = PointerGetDatum(gd_array(cols.col[k], cols.null[k], n,
 											 spec_column_types[k]));
 	values[16] = TimestampTzGetDatum(now);
+	nmade = gd_execute(&insert_many_plan, values, NULL, SPI_OK_INSERT_RETURNING);
 
-	gd_connect();
-	rows = gd_execute(&insert_many_plan, values, nulls, SPI_OK_SELECT);
+	made = palloc(sizeof(int64) * Max(nmade, 1));
+	for (i = 0; i < nmade; i++)
+		made[i] = gd_result_int64(i, 1);
+	qsort(made, nmade, sizeof(int64), compare_int64);
+	created = palloc(sizeof(bool) * n);
+	idnull = palloc0(sizeof(bool) * n);
+	for (i = 0; i < n; i++)
+		created[i] = bsearch(&ids[i], made, nmade, sizeof(int64), compare_int64) != NULL;
+	if (nmade < n)
+		resolve_duplicates(specs, n, ids, created, idnull);
+
+	/* emit before SPI_finish, which frees what was allocated since gd_connect */
+	for (i = 0; i < n; i++)
 	{
-		Datum	   *ids = palloc(sizeof(Datum) * rows);
-		bool	   *idnull = palloc(sizeof(bool) * rows);
-		bool	   *created = palloc(sizeof(bool) * rows);
-		char	  **keys = palloc(sizeof(char *) * rows);
+		Datum		out[3];
+		bool		outnull[3] = {false, idnull[i], false};
 
-		for (i = 0; i < rows; i++)
-		{
-			bool		isnull;
-
-			ids[i] = gd_result_datum(i, 2, &idnull[i]);
-			created[i] = DatumGetBool(gd_result_datum(i, 3, &isnull));
-			keys[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
-			if (idnull[i] && keys[i] != NULL)
-				unresolved = lappend(unresolved, keys[i]);
-		}
-
-		/* occupants that committed after the batch statement's snapshot */
-		if (unresolved != NIL)
-		{
-			Datum	   *kd = palloc(sizeof(Datum) * list_length(unresolved));
-			ListCell   *lc;
-			int			nk = 0;
-			int			found;
-
-			foreach(lc, unresolved)
-				kd[nk++] = CStringGetTextDatum((char *) lfirst(lc));
-			values[0] = PointerGetDatum(gd_array(kd, NULL, nk, TEXTOID));
-			found = gd_execute(&resolve_plan, values, nulls, SPI_OK_SELECT);
-			for (k = 0; k < found; k++)
-			{
-				char	   *key = SPI_getvalue(SPI_tuptable->vals[k], SPI_tuptable->tupdesc, 1);
-				Datum		id = Int64GetDatum(gd_result_int64(k, 2));
-
-				for (i = 0; i < rows; i++)
-					if (idnull[i] && keys[i] && strcmp(keys[i], key) == 0)
-					{
-						ids[i] = id;
-						idnull[i] = false;
-					}
-			}
-		}
-
-		for (i = 0; i < rows; i++)
-		{
-			Datum		out[3];
-			bool		outnull[3] = {false, idnull[i], false};
-
-			out[0] = Int32GetDatum(i);
-			out[1] = ids[i];
-			out[2] = BoolGetDatum(created[i]);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
-		}
+		out[0] = Int32GetDatum(i);
+		out[1] = Int64GetDatum(ids[i]);
+		out[2] = BoolGetDatum(created[i]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
 	}
 	gd_finish();
 	return (Datum) 0;

@@ -100,9 +100,10 @@ gen_durable_heartbeat(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(gd_add_interval(now, lease));
 	values[3] = TimestampTzGetDatum(now);
 
+	/* room for the answer outside SPI's memory, which SPI_finish frees */
+	owned = palloc(sizeof(int64) * Max(n, 1));
 	gd_connect();
 	rows = n == 0 ? 0 : gd_execute(&heartbeat_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
-	owned = palloc(sizeof(int64) * Max(rows, 1));
 	for (i = 0; i < rows; i++)
 		owned[i] = gd_result_int64(i, 1);
 	gd_finish();

@@ -71,10 +71,13 @@ static GdPlan candidates_plan = {
 };
 
 /*
- * step 3: flip the admitted rows and return their jobs.  The probe repeats
- * the arbiter's predicate so that a retry after a unique violation skips
- * the key the concurrent claim won (a scalar subquery, so it stays a
- * per-row index probe).
+ * step 3: flip the admitted rows and return their jobs.  The rows are
+ * still runnable: the candidate statement locked them in this transaction.
+ * (The WHERE clause therefore names no status, which also keeps the
+ * planner on the primary key rather than a status-partial index.)  The
+ * probe repeats the arbiter's predicate so that a retry after a unique
+ * violation skips the key the concurrent claim won (a scalar subquery, so
+ * it stays a per-row index probe).
  */
 static GdPlan flip_plan = {
 	"WITH f AS ("
@@ -84,7 +87,7 @@ static GdPlan flip_plan = {
 	"         presented = (SELECT pg_catalog.array_agg(s.id ORDER BY s.id)"
 	"                        FROM gen_durable.signals s"
 	"                       WHERE s.target_id = i.id AND s.name = ANY (i.awaits))"
-	"   WHERE i.id = ANY ($1) AND i.status = 'runnable'"
+	"   WHERE i.id = ANY ($1)"
 	"     AND (i.concurrency_key IS NULL"
 	"          OR (SELECT true FROM gen_durable.instances e"
 	"               WHERE e.concurrency_key = i.concurrency_key"
