@@ -32,7 +32,7 @@ static GdPlan cancel_plan = {
 	"UPDATE gen_durable.instances"
 	"   SET status = 'cancelled', locked_by = NULL, lease_expires_at = NULL,"
 	"       concurrency_shard = NULL, awaits = NULL, await_deadline = NULL,"
-	"       presented = NULL,"
+	"       presented = NULL, timed_out = false,"
 	"       error = pg_catalog.jsonb_build_object('reason', 'cancelled', 'message', $2::text),"
 	"       updated_at = $3"
 	" WHERE id = $1 AND status NOT IN ('done', 'failed', 'cancelled')"

@@ -255,7 +255,7 @@ spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
 				 errmsg("arguments \"run_at\" and \"delay\" cannot both be given"),
 				 errhint("Pass either an instant or a delay from now.")));
 	if (!PG_ARGISNULL(6))
-		delay = PG_GETARG_INTERVAL_P(6);
+		delay = gd_arg_interval(fcinfo, 6, "delay", false);
 	spec->correlation_key = gd_arg_name(fcinfo, 7, "correlation_key", false);
 	if (!PG_ARGISNULL(8))
 	{
@@ -387,7 +387,8 @@ spec_json_int(JsonbContainer *obj, const char *key, int ord, int32 dflt,
 /*
  * gd_spec_from_json builds a spec from a JSON object with insert()'s
  * argument names as keys (insert_many, spawn), raising an error that names
- * the position and the field.
+ * the position and the field.  A key that is absent or JSON null takes the
+ * argument's default.
  */
 void
 gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spec)
@@ -411,7 +412,7 @@ gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spe
 		spec_error(ord, "\"fsm\" is required");
 	if ((problem = gd_json_name(v, "fsm", &spec->fsm)) != NULL)
 		spec_error(ord, problem);
-	if ((v = gd_json_field(obj, "state")) != NULL &&
+	if ((v = gd_json_field(obj, "state")) != NULL && !gd_json_is_null(v) &&
 		(problem = gd_json_object(v, "state", &spec->state)) != NULL)
 		spec_error(ord, problem);
 	spec->step = spec_json_name(obj, "step", ord, spec->step);
@@ -459,7 +460,7 @@ gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spe
 	}
 	spec->concurrency_key = spec_json_name(obj, "concurrency_key", ord, NULL);
 	spec->rate_limit = spec_json_name(obj, "rate_limit", ord, NULL);
-	if ((v = gd_json_field(obj, "weight")) != NULL &&
+	if ((v = gd_json_field(obj, "weight")) != NULL && !gd_json_is_null(v) &&
 		(problem = gd_json_positive_float(v, "weight", &spec->weight)) != NULL)
 		spec_error(ord, problem);
 	spec->max_attempts = spec_json_int(obj, "max_attempts", ord, 20, 1, PG_INT32_MAX);

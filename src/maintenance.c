@@ -50,6 +50,8 @@ static GdPlan reaper_plan = {
 	"                    THEN pg_catalog.jsonb_build_object('reason', 'lease_expired',"
 	"                             'attempts', i.attempt + 1, 'worker', i.locked_by)"
 	"                    ELSE i.error END,"
+	"       awaits = CASE WHEN i.attempt + 1 >= i.max_attempts THEN NULL ELSE i.awaits END,"
+	"       timed_out = i.timed_out AND i.attempt + 1 < i.max_attempts,"
 	"       locked_by = NULL, lease_expires_at = NULL, concurrency_shard = NULL,"
 	"       presented = NULL, updated_at = $1"
 	"  FROM l"

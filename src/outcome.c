@@ -109,6 +109,8 @@ parse_next(JsonbContainer *obj, Outcome *o)
 			return problem;
 		if (!gd_interval_positive(&o->lease))
 			return pstrdup("\"lease\" must be longer than zero");
+		if (!o->cont)
+			return pstrdup("\"lease\" is only allowed with \"continue\": true");
 		o->has_lease = true;
 	}
 	return NULL;

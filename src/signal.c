@@ -11,6 +11,11 @@
  *		committed version, never as a locking predicate.  A park that
  *		commits first is therefore always seen here, and a park that commits
  *		later sees this signal in its recheck (I-2): no wake-up is lost.
+ *		The wake also clears the claim columns: they are already NULL on the
+ *		parked row it writes, but PostgreSQL checks constraints on the row
+ *		built from the snapshot's (still executing) version before it
+ *		notices the concurrent park and rebuilds the row from the latest
+ *		one, and a runnable row with a claim would fail the claim CHECK.
  *
  * IDENTIFICATION
  *		src/signal.c
@@ -45,7 +50,7 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 	"), woken AS (" \
 	"  UPDATE gen_durable.instances i" \
 	"     SET status = 'runnable', eligible_at = $5, await_deadline = NULL," \
-	"         updated_at = $5" \
+	"         locked_by = NULL, lease_expires_at = NULL, updated_at = $5" \
 	"    FROM locked l" \
 	"   WHERE i.id = l.id AND l.status = 'awaiting_signal' AND $2 = ANY (l.awaits)" \
 	"  RETURNING i.id" \
