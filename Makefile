@@ -7,7 +7,7 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.1.0
+EXTVERSION  = 0.2.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
@@ -21,7 +21,15 @@ OBJS        = src/gen_durable.o \
               src/settle.o \
               src/lease.o \
               src/cancel.o \
-              src/maintenance.o
+              src/maintenance.o \
+              src/shmem.o \
+              src/aftercommit.o \
+              src/stats.o \
+              src/wait.o \
+              src/await.o \
+              src/session.o \
+              src/launcher.o \
+              src/worker.o
 DATA        = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC  = "gen_durable - durable execution inside PostgreSQL"
 PG_CPPFLAGS = -I$(srcdir)/src

@@ -21,6 +21,7 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "settle.h"
@@ -32,7 +33,7 @@ static GdPlan cancel_plan = {
 	"UPDATE gen_durable.instances"
 	"   SET status = 'cancelled', locked_by = NULL, lease_expires_at = NULL,"
 	"       concurrency_shard = NULL, awaits = NULL, await_deadline = NULL,"
-	"       presented = NULL, timed_out = false,"
+	"       presented = NULL, timed_out = false, claim_session = NULL,"
 	"       error = pg_catalog.jsonb_build_object('reason', 'cancelled', 'message', $2::text),"
 	"       updated_at = $3"
 	" WHERE id = $1 AND status NOT IN ('done', 'failed', 'cancelled')"
@@ -78,6 +79,7 @@ gen_durable_cancel(PG_FUNCTION_ARGS)
 		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
 	}
 	gd_settle(&settled, now);
+	gd_count(GD_STAT_CANCELLED, rows);
 	gd_finish();
 	PG_RETURN_INT32(rows);
 }

@@ -34,6 +34,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "outcome.h"
@@ -44,7 +45,7 @@ PG_FUNCTION_INFO_V1(gen_durable_flush);
 
 static GdPlan lock_plan = {
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
-	"       parent_id, concurrency_key, presented"
+	"       parent_id, concurrency_key, presented, queue"
 	"  FROM gen_durable.instances WHERE id = ANY ($1)"
 	" ORDER BY id FOR NO KEY UPDATE",
 	1,
@@ -108,6 +109,7 @@ static GdPlan update_plan = {
 	"         steps = o.steps,"
 	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
 	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
+	"         claim_session = CASE WHEN o.status = 'executing' THEN i.claim_session END,"
 	"         lease_expires_at = o.lease,"
 	"         awaits = CASE WHEN o.keep_wake THEN i.awaits"
 	"                       WHEN o.awaits IS NOT NULL THEN"
@@ -168,6 +170,7 @@ typedef struct LockedRow
 	char	   *concurrency_key;
 	int64	   *presented;
 	int			npresented;
+	char	   *queue;
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -234,6 +237,7 @@ read_locked(int rows)
 		d = gd_result_datum(r, 10, &isnull);
 		if (!isnull)
 			l->npresented = gd_array_int8(DatumGetArrayTypeP(d), "presented", &l->presented);
+		l->queue = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 11);
 	}
 	return out;
 }
@@ -430,6 +434,57 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 	cols->n++;
 }
 
+/* the counter of each action that committed */
+static const GdCounter committed_counter[] = {
+	GD_NCOUNTERS, GD_STAT_COMMITTED_NEXT, GD_STAT_COMMITTED_CONTINUE,
+	GD_STAT_COMMITTED_RETRY, GD_STAT_COMMITTED_AWAIT, GD_STAT_COMMITTED_DONE,
+	GD_STAT_COMMITTED_FAIL
+};
+
+/*
+ * after_commit records what an applied entry means once committed: its
+ * counters, a queue with work now, an instance parked (await() callers
+ * wake) or a deadline for the maintenance worker.  Terminal entries are
+ * announced by settle.c.
+ */
+static void
+after_commit(Entry *e, TimestampTz now)
+{
+	Outcome    *o = e->o;
+
+	gd_count(committed_counter[e->act], 1);
+	if (strcmp(e->applied, "requeued") == 0)
+		gd_count(GD_STAT_REQUEUED, 1);
+	else if (strcmp(e->applied, "budget_exhausted") == 0)
+		gd_count(GD_STAT_BUDGET_EXHAUSTED, 1);
+	else if (e->detail != NULL && strcmp(e->detail, "attempts_exhausted") == 0)
+		gd_count(GD_STAT_ATTEMPTS_EXHAUSTED, 1);
+
+	switch (e->act)
+	{
+		case ACT_NEXT:
+			gd_queue_runnable(e->row->queue);
+			break;
+		case ACT_RETRY:
+			if (gd_interval_positive(&o->delay))
+				gd_deadline(gd_add_interval(now, &o->delay));
+			else
+				gd_queue_runnable(e->row->queue);
+			break;
+		case ACT_AWAIT:
+			gd_instance_settled(o->id);
+			if (o->has_timeout)
+				gd_deadline(gd_add_interval(now, &o->timeout));
+			break;
+		case ACT_CONTINUE:
+			gd_deadline(o->has_lease ? gd_add_interval(now, &o->lease)
+						: TimestampTzPlusMilliseconds(now, gen_durable_default_lease));
+			break;
+		default:
+			break;
+	}
+}
+
 /*
  * compare_entries orders entries by id, then by input position.
  */
@@ -571,6 +626,7 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 			e->job = job;
 			e->has_job = true;
 		}
+		after_commit(e, now);
 		if (e->act == ACT_AWAIT)
 			parked[nparked++] = e->o->id;
 		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
@@ -584,7 +640,12 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 		values[1] = TimestampTzGetDatum(now);
 		rows = gd_execute(&recheck_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
 		for (i = 0; i < rows; i++)
-			entry_by_id(byid, nvalid, gd_result_int64(i, 1))->detail = "woken";
+		{
+			Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
+
+			e->detail = "woken";
+			gd_queue_runnable(e->row->queue);
+		}
 	}
 
 	/* 6. terminal riders */
@@ -634,7 +695,11 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		rows = read_locked(nrows);
 	}
 	for (i = 0; i < n; i++)
+	{
 		decide(&entries[i], rows, nrows);
+		if (entries[i].act == ACT_NONE)
+			gd_count(entries[i].o->invalid ? GD_STAT_INVALID : GD_STAT_STALE, 1);
+	}
 	apply(entries, n, byid, nvalid, now);
 
 	for (i = 0; i < n; i++)

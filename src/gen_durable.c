@@ -4,8 +4,11 @@
  *		Module entry point: PG_MODULE_MAGIC, _PG_init and the GUCs.
  *
  *		Every GUC is PGC_SIGHUP or PGC_USERSET so the SQL API works whether
- *		or not the library is in shared_preload_libraries; the functions
- *		themselves live in one file per concern (insert.c, pick.c, ...).
+ *		or not the library is in shared_preload_libraries.  When preloaded,
+ *		_PG_init also installs the shared memory hooks, the utility hook
+ *		and the launcher background worker; without preloading those are
+ *		absent and the SQL functions fall back (wait.c, session.c).  The
+ *		functions themselves live in one file per concern.
  *
  * IDENTIFICATION
  *		src/gen_durable.c
@@ -19,14 +22,21 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "aftercommit.h"
 #include "gen_durable.h"
+#include "launcher.h"
+#include "shmem.h"
 
 PG_MODULE_MAGIC;
 
 int			gen_durable_retention = 86400;	/* seconds a terminal row is kept */
 int			gen_durable_gc_batch = 10000;	/* rows deleted per GC statement */
 int			gen_durable_default_lease = 30000;	/* ms, lease of an inline continue */
-int			gen_durable_max_wait = 30000;	/* ms, cap on pick's wait */
+int			gen_durable_max_wait = 30000;	/* ms, cap on pick's and await's wait */
+int			gen_durable_maintenance_interval = 10000;	/* ms, longest worker sleep */
+bool		gen_durable_notify = true;	/* send NOTIFY pokes */
+bool		gen_durable_maintenance_worker = true;	/* the worker runs the sweeps */
+bool		gen_durable_reclaim_on_disconnect = true;	/* record claim sessions */
 
 /*
  * _PG_init defines the GUCs and reserves the gen_durable prefix so that a
@@ -63,12 +73,51 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("gen_durable.max_wait",
-							"Longest time pick(wait => ...) waits for work.",
+							"Longest time pick(wait => ...) and await() wait.",
 							"A waiting call holds its snapshot, and so the vacuum horizon, while it waits.",
 							&gen_durable_max_wait,
 							30000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("gen_durable.maintenance_interval",
+							"Longest time the maintenance worker sleeps between rounds.",
+							"It wakes earlier when something falls due: a scheduled row, an await timeout or a lease.",
+							&gen_durable_maintenance_interval,
+							10000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gen_durable.maintenance_worker",
+							 "Runs the sweeps in the background worker of each database.",
+							 "Off leaves the sweeps to gen_durable.run_maintenance().",
+							 &gen_durable_maintenance_worker,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gen_durable.notify",
+							 "Sends a coalesced NOTIFY on channel gen_durable:<queue> when work in a queue becomes runnable.",
+							 NULL,
+							 &gen_durable_notify,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("gen_durable.reclaim_on_disconnect",
+							 "Returns a claim to runnable soon after the connection that made it closes.",
+							 "Turn it off for clients that pick and flush over different connections; the lease then is the only limit.",
+							 &gen_durable_reclaim_on_disconnect,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gen_durable");
+	gd_aftercommit_init();
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	gd_shmem_install_hooks();
+	gd_launcher_install();
 }

@@ -25,6 +25,9 @@
 /* PG15's fmgr.h does not declare it (16+ does) */
 extern void _PG_init(void);
 
+/* the schema version this library serves (the worker checks it) */
+#define GD_SCHEMA_VERSION		"0.2.0"
+
 /* ---- engine-wide limits ---- */
 
 /* largest batch accepted by pick, insert_many, flush, heartbeat and release */
@@ -40,6 +43,10 @@ extern void _PG_init(void);
 extern int	gen_durable_retention;		/* seconds a terminal row is kept */
 extern int	gen_durable_gc_batch;		/* rows deleted per GC statement */
 extern int	gen_durable_default_lease;	/* ms, lease of an inline continue */
-extern int	gen_durable_max_wait;		/* ms, cap on pick's wait */
+extern int	gen_durable_max_wait;		/* ms, cap on pick's and await's wait */
+extern int	gen_durable_maintenance_interval;	/* ms, longest sleep of the worker */
+extern bool gen_durable_notify;			/* send NOTIFY pokes */
+extern bool gen_durable_maintenance_worker;	/* the worker runs the sweeps */
+extern bool gen_durable_reclaim_on_disconnect;	/* record claim sessions */
 
 #endif							/* GEN_DURABLE_H */

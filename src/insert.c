@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "insert.h"
@@ -487,6 +488,20 @@ text_or_null(const char *s, char *null)
 }
 
 /*
+ * note_created records what a new instance means after commit: a queue
+ * with work now, or a due time for the maintenance worker.
+ */
+static void
+note_created(InsertSpec *spec, TimestampTz now)
+{
+	gd_count(GD_STAT_INSERTED, 1);
+	if (spec->eligible_at <= now)
+		gd_queue_runnable(spec->queue);
+	else
+		gd_deadline(spec->eligible_at);
+}
+
+/*
  * gen_durable_insert implements gen_durable.insert(...): the new id, or
  * NULL when a live instance occupies the correlation key.
  */
@@ -525,6 +540,10 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 	gd_connect();
 	if (gd_execute(&insert_plan, values, nulls, SPI_OK_INSERT_RETURNING) == 1)
 		id = gd_result_datum(0, 1, &isnull);
+	if (isnull)
+		gd_count(GD_STAT_DUPLICATES, 1);
+	else
+		note_created(&spec, now);
 	gd_finish();
 
 	if (isnull)
@@ -741,6 +760,10 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 	idnull = palloc0(sizeof(bool) * n);
 	for (i = 0; i < n; i++)
 		created[i] = bsearch(&ids[i], made, nmade, sizeof(int64), compare_int64) != NULL;
+	for (i = 0; i < n; i++)
+		if (created[i])
+			note_created(&specs[i], now);
+	gd_count(GD_STAT_DUPLICATES, n - nmade);
 	if (nmade < n)
 		resolve_duplicates(specs, n, ids, created, idnull);
 

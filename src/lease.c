@@ -23,6 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "spi_util.h"
@@ -52,8 +53,10 @@ static GdPlan release_plan = {
 	")"
 	"UPDATE gen_durable.instances i"
 	"   SET status = 'runnable', locked_by = NULL, lease_expires_at = NULL,"
-	"       concurrency_shard = NULL, presented = NULL, updated_at = $3"
-	"  FROM l WHERE i.id = l.id AND i.locked_by = $1 AND i.status = 'executing'",
+	"       concurrency_shard = NULL, presented = NULL, claim_session = NULL,"
+	"       updated_at = $3"
+	"  FROM l WHERE i.id = l.id AND i.locked_by = $1 AND i.status = 'executing'"
+	" RETURNING i.queue",
 	3,
 	{TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID}
 };
@@ -106,6 +109,7 @@ gen_durable_heartbeat(PG_FUNCTION_ARGS)
 	rows = n == 0 ? 0 : gd_execute(&heartbeat_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
 	for (i = 0; i < rows; i++)
 		owned[i] = gd_result_int64(i, 1);
+	gd_count(GD_STAT_HEARTBEATS, rows);
 	gd_finish();
 
 	qsort(owned, rows, sizeof(int64), compare_int64);
@@ -125,6 +129,7 @@ gen_durable_release(PG_FUNCTION_ARGS)
 	int64	   *ids;
 	int			n;
 	int			rows;
+	int			i;
 
 	values[0] = CStringGetTextDatum(worker);
 	if (PG_ARGISNULL(1))
@@ -137,7 +142,10 @@ gen_durable_release(PG_FUNCTION_ARGS)
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 
 	gd_connect();
-	rows = gd_execute(&release_plan, values, nulls, SPI_OK_UPDATE);
+	rows = gd_execute(&release_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
+	for (i = 0; i < rows; i++)
+		gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	gd_count(GD_STAT_RELEASED, rows);
 	gd_finish();
 	PG_RETURN_INT32(rows);
 }

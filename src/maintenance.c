@@ -8,7 +8,8 @@
  *		deadlock with outcomes or with another sweep, and a row locked right
  *		now is simply left for the next round.  Each handles at most
  *		gen_durable.gc_batch rows per call.
- *		- reaper (T14, D2): an expired claim returns to runnable with
+ *		- reaper (T14, D2): an expired claim, or the claim of a session that
+ *		  is no longer connected (session.c), returns to runnable with
  *		  attempt + 1, keeping its place; when attempts reach max_attempts
  *		  the instance fails with {"reason": "lease_expired", ...} through
  *		  settle.c instead of looping forever;
@@ -17,6 +18,7 @@
  *		- GC (T18): terminal rows older than gen_durable.retention, oldest
  *		  first (A-12), sparing terminal children of a live parent (I-29),
  *		  deleted by id list (O(batch)).
+ *		Queues made runnable wake their long-poll pickers after commit.
  *
  * IDENTIFICATION
  *		src/maintenance.c
@@ -29,6 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "aftercommit.h"
 #include "gen_durable.h"
 #include "maintenance.h"
 #include "settle.h"
@@ -38,8 +41,11 @@ PG_FUNCTION_INFO_V1(gen_durable_run_maintenance);
 
 static GdPlan reaper_plan = {
 	"WITH l AS ("
-	"  SELECT id FROM gen_durable.instances"
-	"   WHERE status = 'executing' AND lease_expires_at < $1"
+	"  SELECT id, lease_expires_at >= $1 AS disconnected FROM gen_durable.instances"
+	"   WHERE status = 'executing'"
+	"     AND (lease_expires_at < $1"
+	"          OR ($3 AND claim_session IS NOT NULL"
+	"              AND NOT gen_durable._session_alive(claim_session)))"
 	"   ORDER BY id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
 	")"
 	"UPDATE gen_durable.instances i"
@@ -53,12 +59,12 @@ static GdPlan reaper_plan = {
 	"       awaits = CASE WHEN i.attempt + 1 >= i.max_attempts THEN NULL ELSE i.awaits END,"
 	"       timed_out = i.timed_out AND i.attempt + 1 < i.max_attempts,"
 	"       locked_by = NULL, lease_expires_at = NULL, concurrency_shard = NULL,"
-	"       presented = NULL, updated_at = $1"
+	"       presented = NULL, claim_session = NULL, updated_at = $1"
 	"  FROM l"
-	" WHERE i.id = l.id AND i.status = 'executing' AND i.lease_expires_at < $1"
-	" RETURNING i.id, i.status = 'failed', i.parent_id",
-	2,
-	{TIMESTAMPTZOID, INT4OID}
+	" WHERE i.id = l.id AND i.status = 'executing'"
+	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, l.disconnected",
+	3,
+	{TIMESTAMPTZOID, INT4OID, BOOLOID}
 };
 
 static GdPlan timeouts_plan = {
@@ -72,7 +78,8 @@ static GdPlan timeouts_plan = {
 	"   SET status = 'runnable', eligible_at = $1, await_deadline = NULL,"
 	"       timed_out = true, updated_at = $1"
 	"  FROM l"
-	" WHERE i.id = l.id AND i.status = 'awaiting_signal' AND i.await_deadline < $1",
+	" WHERE i.id = l.id AND i.status = 'awaiting_signal' AND i.await_deadline < $1"
+	" RETURNING i.queue",
 	2,
 	{TIMESTAMPTZOID, INT4OID}
 };
@@ -93,18 +100,20 @@ static GdPlan gc_plan = {
 
 /*
  * gd_sweep_reaper returns expired claims to runnable, or fails them when
- * their attempts have run out.
+ * their attempts have run out; with sessions, also the claims of sessions
+ * that are no longer connected (session.c).
  */
 void
-gd_sweep_reaper(TimestampTz now, SweepCounts *counts)
+gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 {
-	Datum		values[2];
+	Datum		values[3];
 	Settled		settled;
 	int			rows;
 	int			i;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
+	values[2] = BoolGetDatum(sessions && gd_shmem_ready());
 	rows = gd_execute(&reaper_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
 	gd_settled_init(&settled, rows);
 	for (i = 0; i < rows; i++)
@@ -112,15 +121,20 @@ gd_sweep_reaper(TimestampTz now, SweepCounts *counts)
 		bool		isnull;
 		Datum		parent;
 
+		if (DatumGetBool(gd_result_datum(i, 5, &isnull)))
+			gd_count(GD_STAT_REAPED_DEAD_BACKEND, 1);
 		if (!DatumGetBool(gd_result_datum(i, 2, &isnull)))
 		{
 			counts->reaped++;
+			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
 			continue;
 		}
 		counts->lease_failed++;
 		parent = gd_result_datum(i, 3, &isnull);
 		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
 	}
+	gd_count(GD_STAT_REAPED, counts->reaped);
+	gd_count(GD_STAT_LEASE_FAILED, counts->lease_failed);
 	gd_settle(&settled, now);
 }
 
@@ -131,10 +145,16 @@ void
 gd_sweep_timeouts(TimestampTz now, SweepCounts *counts)
 {
 	Datum		values[2];
+	int			rows;
+	int			i;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
-	counts->timeouts += gd_execute(&timeouts_plan, values, NULL, SPI_OK_UPDATE);
+	rows = gd_execute(&timeouts_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
+	for (i = 0; i < rows; i++)
+		gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	counts->timeouts += rows;
+	gd_count(GD_STAT_TIMEOUTS_FIRED, rows);
 }
 
 /*
@@ -144,10 +164,13 @@ void
 gd_sweep_gc(TimestampTz now, SweepCounts *counts)
 {
 	Datum		values[2];
+	int			rows;
 
 	values[0] = TimestampTzGetDatum(now - (TimestampTz) gen_durable_retention * USECS_PER_SEC);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
-	counts->gc_deleted += gd_execute(&gc_plan, values, NULL, SPI_OK_DELETE);
+	rows = gd_execute(&gc_plan, values, NULL, SPI_OK_DELETE);
+	counts->gc_deleted += rows;
+	gd_count(GD_STAT_GC_DELETED, rows);
 }
 
 /*
@@ -163,7 +186,7 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 
 	gd_require_read_committed("run_maintenance");
 	gd_connect();
-	gd_sweep_reaper(now, &counts);
+	gd_sweep_reaper(now, true, &counts);
 	gd_sweep_timeouts(now, &counts);
 	gd_sweep_gc(now, &counts);
 	gd_finish();

@@ -26,7 +26,7 @@ typedef struct SweepCounts
 } SweepCounts;
 
 /* each requires a connected SPI and READ COMMITTED */
-extern void gd_sweep_reaper(TimestampTz now, SweepCounts *counts);
+extern void gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts);
 extern void gd_sweep_timeouts(TimestampTz now, SweepCounts *counts);
 extern void gd_sweep_gc(TimestampTz now, SweepCounts *counts);
 

@@ -19,7 +19,9 @@
  *		violation, so a flip that touches keyed rows runs in a
  *		subtransaction and is retried (the retry's probe sees the winner),
  *		at most GD_CLAIM_ATTEMPTS times before the keyed rows are left for a
- *		later pick (D7: contention never errors out of pick).
+ *		later pick (D7: contention never errors out of pick).  The claim
+ *		records the backend's session (session.c) so that the claims of a
+ *		worker whose connection dies return within about a second.
  *
  * IDENTIFICATION
  *		src/pick.c
@@ -38,9 +40,12 @@
 #include "utils/resowner.h"
 
 #include "admit.h"
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
+#include "session.h"
 #include "spi_util.h"
+#include "wait.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_pick);
 
@@ -83,7 +88,7 @@ static GdPlan flip_plan = {
 	"WITH f AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = 'executing', locked_by = $2, lease_expires_at = $3,"
-	"         updated_at = $4, concurrency_shard = NULL,"
+	"         updated_at = $4, concurrency_shard = NULL, claim_session = $5,"
 	"         presented = (SELECT pg_catalog.array_agg(s.id ORDER BY s.id)"
 	"                        FROM gen_durable.signals s"
 	"                       WHERE s.target_id = i.id AND s.name = ANY (i.awaits))"
@@ -98,8 +103,8 @@ static GdPlan flip_plan = {
 	")"
 	"SELECT j.* FROM f CROSS JOIN LATERAL gen_durable._job(f.inst) j"
 	" ORDER BY (f.inst).priority, (f.inst).eligible_at, (f.inst).id",
-	4,
-	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	5,
+	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
 };
 
 /* what one pick call works with */
@@ -197,6 +202,10 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum		flip[5];
+	char		flipnulls[5];
+	TimestampTz lease_expiry;
+	int64		session;
 	AdmitCandidate *cands;
 	int64	   *admitted;
 	int			n;
@@ -237,21 +246,29 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	if (nadmitted == 0)
 		return 0;
 
-	values[0] = PointerGetDatum(gd_int8_array(admitted, nadmitted));
-	values[1] = CStringGetTextDatum(args->worker);
-	values[2] = TimestampTzGetDatum(gd_add_interval(now, args->lease));
-	values[3] = TimestampTzGetDatum(now);
-	memset(nulls, ' ', sizeof(nulls));
+	lease_expiry = gd_add_interval(now, args->lease);
+	session = gd_claim_session();
+	flip[0] = PointerGetDatum(gd_int8_array(admitted, nadmitted));
+	flip[1] = CStringGetTextDatum(args->worker);
+	flip[2] = TimestampTzGetDatum(lease_expiry);
+	flip[3] = TimestampTzGetDatum(now);
+	flip[4] = Int64GetDatum(session);
+	memset(flipnulls, ' ', sizeof(flipnulls));
+	flipnulls[4] = session != 0 ? ' ' : 'n';
 
 	if (!keyed)
-		rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
+		rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
 	else
 	{
 		int			attempt;
 
 		rows = -1;
 		for (attempt = 0; attempt < GD_CLAIM_ATTEMPTS && rows < 0; attempt++)
-			rows = flip_in_subxact(values, nulls);
+		{
+			rows = flip_in_subxact(flip, flipnulls);
+			if (rows < 0)
+				gd_count(GD_STAT_CONTENDED, 1);
+		}
 		if (rows < 0)
 		{
 			/* keep contention out of the caller: claim only the keyless rows */
@@ -262,55 +279,39 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 					admitted[nkeyless++] = cands[i].id;
 			if (nkeyless == 0)
 				return 0;
-			values[0] = PointerGetDatum(gd_int8_array(admitted, nkeyless));
-			rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
+			flip[0] = PointerGetDatum(gd_int8_array(admitted, nkeyless));
+			rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
 		}
+	}
+	if (rows > 0)
+	{
+		gd_count(GD_STAT_CLAIMED, rows);
+		gd_deadline(lease_expiry);
 	}
 	emit_jobs(rsinfo, rows);
 	return rows;
 }
 
 /*
- * wait_a_little sleeps on the latch before the next claim attempt of a
- * waiting pick, never past the deadline; returns false once it has passed.
- * Interrupts (statement_timeout, pg_cancel_backend) are served.
- */
-static bool
-wait_a_little(TimestampTz deadline, long *sleep_ms)
-{
-	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-	if (left <= 0)
-		return false;
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 Min(*sleep_ms, left), PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-	*sleep_ms = Min(*sleep_ms * 2, 200);
-	return true;
-}
-
-/*
  * gen_durable_pick implements gen_durable.pick(queue, worker, batch, lease,
  * wait, fsms): claims up to batch jobs; with wait > 0 and nothing to claim
- * it keeps trying until work appears or the wait (capped by
- * gen_durable.max_wait) ends.
+ * it sleeps in the server until work for the queue is committed or falls
+ * due, or the wait (capped by gen_durable.max_wait) ends (wait.c).
  */
 Datum
 gen_durable_pick(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PickArgs	args;
-	Interval   *wait;
-	TimestampTz deadline;
-	long		sleep_ms = 10;
+	Interval   *wait_arg;
+	GdWait		wait;
 
 	gd_require_read_committed("pick");
 	args.queue = gd_arg_name(fcinfo, 0, "queue", true);
 	args.worker = gd_arg_name(fcinfo, 1, "worker", true);
 	args.batch = gd_arg_batch(fcinfo, 2, "batch");
 	args.lease = gd_arg_interval(fcinfo, 3, "lease", true);
-	wait = gd_arg_interval(fcinfo, 4, "wait", false);
+	wait_arg = gd_arg_interval(fcinfo, 4, "wait", false);
 	args.fsms = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	if (args.fsms && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(5)))
 		ereport(ERROR,
@@ -318,20 +319,19 @@ gen_durable_pick(PG_FUNCTION_ARGS)
 				 errmsg("argument \"fsms\" must not contain NULL"),
 				 errhint("List machine names, or pass NULL for every machine.")));
 
-	deadline = GetCurrentTimestamp();
-	if (gd_interval_positive(wait))
-	{
-		TimestampTz cap = TimestampTzPlusMilliseconds(deadline, gen_durable_max_wait);
-
-		deadline = gd_add_interval(deadline, wait);
-		if (deadline > cap)
-			deadline = cap;
-	}
-
 	InitMaterializedSRF(fcinfo, 0);
 	gd_connect();
-	while (claim_once(&args, rsinfo) == 0 && wait_a_little(deadline, &sleep_ms))
-		;
+	gd_wait_begin(&wait, gd_wait_deadline(wait_arg), GD_WAIT_PICK, args.queue, 0);
+	PG_TRY();
+	{
+		while (claim_once(&args, rsinfo) == 0 && gd_wait_sleep(&wait))
+			;
+	}
+	PG_FINALLY();
+	{
+		gd_wait_end(&wait);
+	}
+	PG_END_TRY();
 	gd_finish();
 	return (Datum) 0;
 }

@@ -10,8 +10,9 @@
  *		the instances' inboxes (I-27) and counts them into their parents'
  *		joins (§6.6): one aggregated decrement per parent, parents locked in
  *		id order, a parent waking from awaiting_children when its count
- *		reaches zero.  Slot credits and waking awaiters join this routine
- *		with the limiter and the in-server waiters.
+ *		reaches zero (its queue's pickers are woken after commit), and
+ *		await() callers of the instances are woken after commit.  Slot
+ *		credits join this routine with the limiter.
  *
  * IDENTIFICATION
  *		src/settle.c
@@ -22,6 +23,7 @@
 
 #include "catalog/pg_type.h"
 
+#include "aftercommit.h"
 #include "settle.h"
 #include "spi_util.h"
 
@@ -36,7 +38,8 @@ static GdPlan join_plan = {
 	"  SELECT parent, pg_catalog.count(*)::int AS cnt"
 	"    FROM pg_catalog.unnest($1::int8[]) AS parent GROUP BY parent"
 	"), l AS ("
-	"  SELECT p.id, c.cnt FROM gen_durable.instances p JOIN c ON c.parent = p.id"
+	"  SELECT p.id, c.cnt, p.status AS was FROM gen_durable.instances p"
+	"    JOIN c ON c.parent = p.id"
 	"   ORDER BY p.id FOR NO KEY UPDATE OF p"
 	")"
 	"UPDATE gen_durable.instances p"
@@ -49,7 +52,8 @@ static GdPlan join_plan = {
 	"                          THEN $2 ELSE p.eligible_at END,"
 	"       updated_at = $2"
 	"  FROM l"
-	" WHERE p.id = l.id AND p.status NOT IN ('done', 'failed', 'cancelled')",
+	" WHERE p.id = l.id AND p.status NOT IN ('done', 'failed', 'cancelled')"
+	" RETURNING p.queue, l.was = 'awaiting_children' AND p.status = 'runnable'",
 	2,
 	{INT8ARRAYOID, TIMESTAMPTZOID}
 };
@@ -95,6 +99,7 @@ gd_settle(Settled *s, TimestampTz now)
 	char		nulls[2] = {' ', ' '};
 	int64	   *parents;
 	int			nparents = 0;
+	int			rows;
 	int			i;
 
 	if (s->n == 0)
@@ -102,6 +107,8 @@ gd_settle(Settled *s, TimestampTz now)
 
 	values[0] = PointerGetDatum(gd_int8_array(s->ids, s->n));
 	gd_execute(&purge_plan, values, nulls, SPI_OK_DELETE);
+	for (i = 0; i < s->n; i++)
+		gd_instance_settled(s->ids[i]);
 
 	parents = palloc(sizeof(int64) * s->n);
 	for (i = 0; i < s->n; i++)
@@ -111,6 +118,13 @@ gd_settle(Settled *s, TimestampTz now)
 	{
 		values[0] = PointerGetDatum(gd_int8_array(parents, nparents));
 		values[1] = TimestampTzGetDatum(now);
-		gd_execute(&join_plan, values, nulls, SPI_OK_UPDATE);
+		rows = gd_execute(&join_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
+		for (i = 0; i < rows; i++)
+		{
+			bool		isnull;
+
+			if (DatumGetBool(gd_result_datum(i, 2, &isnull)))
+				gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		}
 	}
 }

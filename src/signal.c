@@ -27,6 +27,7 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
+#include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "spi_util.h"
@@ -53,9 +54,9 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 	"         locked_by = NULL, lease_expires_at = NULL, updated_at = $5" \
 	"    FROM locked l" \
 	"   WHERE i.id = l.id AND l.status = 'awaiting_signal' AND $2 = ANY (l.awaits)" \
-	"  RETURNING i.id" \
+	"  RETURNING i.queue" \
 	")" \
-	"SELECT (SELECT count(*) FROM stored), (SELECT count(*) FROM woken)" \
+	"SELECT (SELECT count(*) FROM stored), (SELECT queue FROM woken)" \
 	"  FROM target"
 
 #define SIGNAL_ARGTYPES(target_type) \
@@ -89,6 +90,7 @@ deliver(FunctionCallInfo fcinfo, GdPlan *plan, Datum target)
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	const char *answer = "no_target";
+	GdCounter	counter = GD_STAT_SIGNALS_NO_TARGET;
 	Jsonb	   *payload;
 
 	gd_require_read_committed("signal");
@@ -104,7 +106,19 @@ deliver(FunctionCallInfo fcinfo, GdPlan *plan, Datum target)
 
 	gd_connect();
 	if (gd_execute(plan, values, nulls, SPI_OK_SELECT) == 1)
-		answer = gd_result_int64(0, 1) > 0 ? "delivered" : "duplicate";
+	{
+		char	   *woken_queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		bool		stored = gd_result_int64(0, 1) > 0;
+
+		answer = stored ? "delivered" : "duplicate";
+		counter = stored ? GD_STAT_SIGNALS_DELIVERED : GD_STAT_SIGNALS_DUPLICATE;
+		if (woken_queue != NULL)
+		{
+			gd_queue_runnable(woken_queue);
+			gd_count(GD_STAT_SIGNAL_WAKES, 1);
+		}
+	}
+	gd_count(counter, 1);
 	gd_finish();
 
 	PG_RETURN_TEXT_P(cstring_to_text(answer));

@@ -1,0 +1,307 @@
+/*-------------------------------------------------------------------------
+ *
+ * aftercommit.c
+ *		Effects a transaction queues while it runs and that happen only
+ *		once it has committed (SEMANTICS D15, D17).
+ *
+ *		The engine's functions record here what their statements did:
+ *		counters for the stats view, queues whose work became runnable,
+ *		instances that settled, and deadlines (due times, await timeouts,
+ *		leases) the maintenance worker must wake for.  On commit, the
+ *		transaction callback adds the counters to shared memory, sets the
+ *		latch of every backend waiting in pick() on one of those queues or
+ *		in await() on one of those instances, marks the queues for the
+ *		maintenance worker's coalesced NOTIFY, and wakes that worker when a
+ *		deadline comes before its planned wake-up.  Nothing happens on
+ *		abort, and nothing waits: a woken backend re-reads with a fresh
+ *		snapshot, which sees the commit because the callback runs after it
+ *		became visible.  No hot path sends NOTIFY itself.
+ *
+ * IDENTIFICATION
+ *		src/aftercommit.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+#include "aftercommit.h"
+#include "gen_durable.h"
+#include "launcher.h"
+#include "shmem.h"
+
+/* beyond these, every waiter of the kind in this database is woken */
+#define MAX_PENDING_QUEUES	32
+#define MAX_PENDING_SETTLED 256
+
+/* what the current transaction has queued (in TopTransactionContext) */
+static int64 pending_counts[GD_NCOUNTERS];
+static bool pending_any_count = false;
+static char *pending_queues[MAX_PENDING_QUEUES];
+static int	npending_queues = 0;
+static bool pending_all_queues = false;
+static int64 pending_settled[MAX_PENDING_SETTLED];
+static int	npending_settled = 0;
+static bool pending_all_settled = false;
+static TimestampTz pending_deadline = 0;
+static bool pending_want_worker = false;
+static bool pending_wake_worker = false;
+
+/*
+ * forget_pending drops everything queued by the transaction.
+ */
+static void
+forget_pending(void)
+{
+	if (pending_any_count)
+		memset(pending_counts, 0, sizeof(pending_counts));
+	pending_any_count = false;
+	npending_queues = 0;
+	pending_all_queues = false;
+	npending_settled = 0;
+	pending_all_settled = false;
+	pending_deadline = 0;
+	pending_want_worker = false;
+	pending_wake_worker = false;
+}
+
+/*
+ * gd_count adds n to a counter of the stats view, at commit.
+ */
+void
+gd_count(GdCounter counter, int64 n)
+{
+	pending_counts[counter] += n;
+	pending_any_count = true;
+}
+
+/*
+ * gd_queue_runnable records that work in queue became runnable now.
+ */
+void
+gd_queue_runnable(const char *queue)
+{
+	int			i;
+
+	if (pending_all_queues)
+		return;
+	for (i = 0; i < npending_queues; i++)
+		if (strcmp(pending_queues[i], queue) == 0)
+			return;
+	if (npending_queues == MAX_PENDING_QUEUES)
+	{
+		pending_all_queues = true;
+		return;
+	}
+	pending_queues[npending_queues++] = MemoryContextStrdup(TopTransactionContext, queue);
+}
+
+/*
+ * gd_instance_settled records that an instance reached a state an await()
+ * may be waiting for (terminal, or parked).
+ */
+void
+gd_instance_settled(int64 id)
+{
+	if (pending_all_settled)
+		return;
+	if (npending_settled == MAX_PENDING_SETTLED)
+	{
+		pending_all_settled = true;
+		return;
+	}
+	pending_settled[npending_settled++] = id;
+}
+
+/*
+ * gd_deadline records a moment the maintenance worker must act at: a row
+ * falling due, an await timeout or a lease expiry.
+ */
+void
+gd_deadline(TimestampTz when)
+{
+	if (pending_deadline == 0 || when < pending_deadline)
+		pending_deadline = when;
+}
+
+/*
+ * gd_worker_wanted asks for this database's maintenance worker to be
+ * started (CREATE EXTENSION, ALTER EXTENSION UPDATE).
+ */
+void
+gd_worker_wanted(void)
+{
+	pending_want_worker = true;
+}
+
+/*
+ * gd_wake_worker wakes this database's maintenance worker so that it runs
+ * a round at once (DROP EXTENSION: it then finds the extension gone).
+ */
+void
+gd_wake_worker(void)
+{
+	pending_wake_worker = true;
+}
+
+/*
+ * waiter_matches says whether a waiter is woken by what was queued.
+ */
+static bool
+waiter_matches(GdWaiter *w, uint32 *hashes)
+{
+	int			i;
+
+	if (w->dboid != MyDatabaseId)
+		return false;
+	if (w->kind == GD_WAIT_PICK)
+	{
+		if (pending_all_queues)
+			return true;
+		for (i = 0; i < npending_queues; i++)
+			if (hashes[i] == w->queue_hash)
+				return true;
+	}
+	else if (w->kind == GD_WAIT_AWAIT)
+	{
+		if (pending_all_settled)
+			return true;
+		for (i = 0; i < npending_settled; i++)
+			if (pending_settled[i] == w->instance_id)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * wake_waiters sets the latch of every backend whose wait is answered.
+ */
+static void
+wake_waiters(void)
+{
+	uint32		hashes[MAX_PENDING_QUEUES];
+	int			i;
+
+	if (pg_atomic_read_u32(&gd_shared->nwaiters) == 0)
+		return;
+	for (i = 0; i < npending_queues; i++)
+		hashes[i] = gd_queue_hash(pending_queues[i]);
+	for (i = 0; i < MaxBackends; i++)
+	{
+		GdWaiter   *w = gd_waiter_slot(i);
+
+		if (w->kind != GD_WAIT_NONE && waiter_matches(w, hashes))
+			gd_set_proc_latch(i);
+	}
+}
+
+/*
+ * poke_worker marks the queues for the maintenance worker's NOTIFY and
+ * wakes it when it has pokes to send or a deadline before its next wake.
+ */
+static void
+poke_worker(void)
+{
+	GdDatabase *db;
+	bool		wake = false;
+	int			i;
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(MyDatabaseId);
+	if (db != NULL && db->pid != 0)
+	{
+		if (gen_durable_notify)
+		{
+			for (i = 0; i < npending_queues; i++)
+			{
+				int			j;
+
+				for (j = 0; j < gd_shared->ndirty; j++)
+					if (gd_shared->dirty[j].dboid == MyDatabaseId &&
+						strncmp(gd_shared->dirty[j].queue, pending_queues[i], NAMEDATALEN) == 0)
+						break;
+				if (j == gd_shared->ndirty && gd_shared->ndirty < GD_MAX_DIRTY)
+				{
+					gd_shared->dirty[j].dboid = MyDatabaseId;
+					strlcpy(gd_shared->dirty[j].queue, pending_queues[i], NAMEDATALEN);
+					gd_shared->ndirty++;
+					wake = true;
+				}
+			}
+		}
+		if (pending_deadline != 0 && pending_deadline < db->next_wake)
+		{
+			db->next_wake = pending_deadline;
+			wake = true;
+		}
+		wake |= pending_wake_worker;
+		if (wake)
+			gd_set_proc_latch(db->pgprocno);
+	}
+	LWLockRelease(gd_shared->lock);
+}
+
+/*
+ * publish runs the queued effects of a committed transaction.
+ */
+static void
+publish(void)
+{
+	int			i;
+
+	if (!gd_shmem_ready())
+		return;
+	if (pending_any_count)
+		for (i = 0; i < GD_NCOUNTERS; i++)
+			if (pending_counts[i] != 0)
+				pg_atomic_fetch_add_u64(&gd_shared->counters[i], pending_counts[i]);
+	if (npending_queues > 0 || pending_all_queues || npending_settled > 0 ||
+		pending_all_settled)
+	{
+		pg_memory_barrier();
+		wake_waiters();
+	}
+	if (npending_queues > 0 || pending_deadline != 0 || pending_wake_worker)
+		poke_worker();
+	if (pending_want_worker)
+		gd_want_worker(MyDatabaseId);
+}
+
+/*
+ * gd_xact_callback publishes at commit and forgets at the end of any
+ * transaction.  Effects queued by a transaction that is prepared are
+ * dropped: the waiters' bounded re-check covers them.
+ */
+static void
+gd_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			publish();
+			forget_pending();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			forget_pending();
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * gd_aftercommit_init registers the transaction callback (once per
+ * process; _PG_init runs once per process that loads the library).
+ */
+void
+gd_aftercommit_init(void)
+{
+	RegisterXactCallback(gd_xact_callback, NULL);
+}

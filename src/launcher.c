@@ -1,0 +1,412 @@
+/*-------------------------------------------------------------------------
+ *
+ * launcher.c
+ *		The launcher background worker: one maintenance worker per database
+ *		that has the extension.
+ *
+ *		The launcher is registered at server start (shared_preload_libraries)
+ *		and connects to no database.  It knows the databases from slots in
+ *		shared memory (GdDatabase):
+ *		- at start it probes every database that accepts connections: each
+ *		  probe starts a maintenance worker, which exits at once (clearing
+ *		  "wanted") where the extension is not installed, so a database
+ *		  without it costs one short-lived process at server start;
+ *		- CREATE EXTENSION and ALTER EXTENSION UPDATE call _start_worker(),
+ *		  which after commit marks the database wanted and sets the
+ *		  launcher's latch, so the worker starts without a restart;
+ *		- a worker that exits with an error (or is terminated) is restarted
+ *		  after GD_RESTART_DELAY_MS; one that finds the extension gone exits
+ *		  cleanly and is not restarted;
+ *		- a database that no longer exists loses its slot.
+ *		Workers are dynamic and BGW_NEVER_RESTART: the launcher alone decides
+ *		when they run (after a crash restart the launcher probes again).
+ *
+ *		Commands that need a database without other connections (DROP,
+ *		RENAME, SET TABLESPACE, use as a template) would fail on the
+ *		worker's connection: the utility hook stops that database's worker
+ *		first and holds its restart back for GD_PAUSE_MS.  DROP EXTENSION
+ *		wakes the worker so that it notices and exits at once.
+ *
+ * IDENTIFICATION
+ *		src/launcher.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+#include "aftercommit.h"
+#include "gen_durable.h"
+#include "launcher.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(gen_durable_start_worker);
+
+/* how long a failed worker waits before the launcher starts it again */
+#define GD_RESTART_DELAY_MS		1000
+
+/* how long a database command holds the worker back */
+#define GD_PAUSE_MS				10000
+
+/* the launcher's longest sleep */
+#define GD_LAUNCHER_NAP_MS		5000
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* the launcher's handles of the workers it started, by slot */
+static BackgroundWorkerHandle *handles[GD_MAX_DATABASES];
+
+/*
+ * gd_want_worker marks a database as having the extension and wakes the
+ * launcher (and the worker, if running, so it re-reads its state).  Called
+ * after commit of CREATE/ALTER EXTENSION.
+ */
+void
+gd_want_worker(Oid dboid)
+{
+	GdDatabase *db;
+	int			i;
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(dboid);
+	for (i = 0; db == NULL && i < GD_MAX_DATABASES; i++)
+		if (gd_shared->databases[i].dboid == InvalidOid)
+		{
+			db = &gd_shared->databases[i];
+			memset(db, 0, sizeof(GdDatabase));
+			db->dboid = dboid;
+		}
+	if (db == NULL)
+		ereport(WARNING,
+				(errmsg("gen_durable cannot run a maintenance worker for more than %d databases",
+						GD_MAX_DATABASES),
+				 errhint("Call gen_durable.run_maintenance() from a scheduler in this database.")));
+	else
+	{
+		db->wanted = true;
+		db->start_after = 0;
+		if (db->pid != 0)
+			gd_set_proc_latch(db->pgprocno);
+	}
+	if (gd_shared->launcher_pid != 0)
+		gd_set_proc_latch(gd_shared->launcher_pgprocno);
+	LWLockRelease(gd_shared->lock);
+}
+
+/*
+ * gen_durable_start_worker implements gen_durable._start_worker(), called
+ * by the install and upgrade scripts: after commit, the database gets its
+ * maintenance worker.  Without preloading there is none (and nothing to do).
+ */
+Datum
+gen_durable_start_worker(PG_FUNCTION_ARGS)
+{
+	if (gd_shmem_ready())
+		gd_worker_wanted();
+	PG_RETURN_VOID();
+}
+
+/*
+ * pause_worker stops the worker of a database for a command that needs the
+ * database to itself, and holds its restart back.  It waits (up to 5 s)
+ * for the worker to be gone.
+ */
+static void
+pause_worker(const char *dbname)
+{
+	Oid			dboid = get_database_oid(dbname, true);
+	GdDatabase *db;
+	pid_t		pid = 0;
+	int			i;
+
+	if (dboid == InvalidOid)
+		return;
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(dboid);
+	if (db != NULL)
+	{
+		db->start_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GD_PAUSE_MS);
+		pid = db->pid;
+	}
+	LWLockRelease(gd_shared->lock);
+	if (pid == 0)
+		return;
+
+	kill(pid, SIGTERM);
+	for (i = 0; i < 500 && BackendPidGetProc(pid) != NULL; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(10000L);
+	}
+}
+
+/*
+ * gd_process_utility stops or wakes workers around the commands that
+ * concern them, then runs the command.
+ */
+static void
+gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+				   ProcessUtilityContext context, ParamListInfo params,
+				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (IsA(stmt, DropdbStmt))
+		pause_worker(((DropdbStmt *) stmt)->dbname);
+	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+		pause_worker(((RenameStmt *) stmt)->subname);
+	else if (IsA(stmt, AlterDatabaseStmt))
+		pause_worker(((AlterDatabaseStmt *) stmt)->dbname);
+	else if (IsA(stmt, CreatedbStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((CreatedbStmt *) stmt)->options)
+		{
+			DefElem    *opt = lfirst_node(DefElem, lc);
+
+			if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
+				pause_worker(defGetString(opt));
+		}
+	}
+	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+	{
+		ListCell   *lc;
+
+		/* after commit the worker wakes, sees the extension gone and exits */
+		foreach(lc, ((DropStmt *) stmt)->objects)
+			if (strcmp(strVal(lfirst(lc)), "gen_durable") == 0)
+				gd_wake_worker();
+	}
+
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
+
+/*
+ * gd_launcher_install registers the launcher and the utility hook; called
+ * from _PG_init while preloading.
+ */
+void
+gd_launcher_install(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gen_durable");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gd_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "gen_durable launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "gen_durable launcher");
+	RegisterBackgroundWorker(&worker);
+
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = gd_process_utility;
+}
+
+/*
+ * database_exists_map fills exists[i] for every slot, reading pg_database;
+ * with probe, every database that accepts connections also gets a slot
+ * marked wanted (its worker exits where the extension is absent).
+ */
+static void
+read_databases(bool probe, bool *exists)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	memset(exists, 0, sizeof(bool) * GD_MAX_DATABASES);
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
+	{
+		Form_pg_database dbform = (Form_pg_database) GETSTRUCT(tup);
+		GdDatabase *db;
+
+		if (!dbform->datallowconn || dbform->datistemplate)
+			continue;
+		if (probe)
+			gd_want_worker(dbform->oid);
+		LWLockAcquire(gd_shared->lock, LW_SHARED);
+		db = gd_find_database(dbform->oid);
+		if (db != NULL)
+			exists[db - gd_shared->databases] = true;
+		LWLockRelease(gd_shared->lock);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
+ * start_worker starts the maintenance worker of one slot.
+ */
+static void
+start_worker(int slot, Oid dboid)
+{
+	BackgroundWorker worker;
+	pid_t		pid;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "gen_durable");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "gd_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "gen_durable worker for database %u", dboid);
+	snprintf(worker.bgw_type, BGW_MAXLEN, "gen_durable worker");
+	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
+	worker.bgw_notify_pid = MyProcPid;
+
+	if (!RegisterDynamicBackgroundWorker(&worker, &handles[slot]))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of background worker slots for the gen_durable worker of database %u", dboid),
+				 errhint("You might need to increase \"max_worker_processes\".")));
+		handles[slot] = NULL;
+		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+		gd_shared->databases[slot].start_after =
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GD_PAUSE_MS);
+		LWLockRelease(gd_shared->lock);
+		return;
+	}
+	if (WaitForBackgroundWorkerStartup(handles[slot], &pid) != BGWH_STARTED)
+		pid = 0;
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	if (gd_shared->databases[slot].pid == 0)
+		gd_shared->databases[slot].pid = pid;
+	LWLockRelease(gd_shared->lock);
+}
+
+/*
+ * manage_workers notices workers that stopped and starts the ones that
+ * are wanted and due.
+ */
+static void
+manage_workers(bool probe)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		exists[GD_MAX_DATABASES];
+	bool		read = false;
+	int			i;
+
+	for (i = 0; i < GD_MAX_DATABASES; i++)
+	{
+		pid_t		pid;
+
+		if (handles[i] == NULL ||
+			GetBackgroundWorkerPid(handles[i], &pid) != BGWH_STOPPED)
+			continue;
+		pfree(handles[i]);
+		handles[i] = NULL;
+		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+		gd_shared->databases[i].pid = 0;
+		if (gd_shared->databases[i].wanted &&
+			gd_shared->databases[i].start_after < now)
+			gd_shared->databases[i].start_after =
+				TimestampTzPlusMilliseconds(now, GD_RESTART_DELAY_MS);
+		LWLockRelease(gd_shared->lock);
+	}
+
+	if (probe)
+	{
+		read_databases(true, exists);
+		read = true;
+	}
+	for (i = 0; i < GD_MAX_DATABASES; i++)
+	{
+		GdDatabase *db = &gd_shared->databases[i];
+		Oid			dboid;
+		bool		due;
+
+		LWLockAcquire(gd_shared->lock, LW_SHARED);
+		dboid = db->dboid;
+		due = dboid != InvalidOid && db->wanted && db->pid == 0 &&
+			handles[i] == NULL && db->start_after <= now;
+		LWLockRelease(gd_shared->lock);
+		if (!due)
+			continue;
+		if (!read)
+		{
+			read_databases(false, exists);
+			read = true;
+		}
+		if (!exists[i])
+		{
+			/* dropped, or no longer accepting connections */
+			LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+			if (db->dboid == dboid && db->pid == 0)
+				db->dboid = InvalidOid;
+			LWLockRelease(gd_shared->lock);
+			continue;
+		}
+		start_worker(i, dboid);
+	}
+}
+
+/*
+ * gd_launcher_main is the launcher's main loop.
+ */
+void
+gd_launcher_main(Datum main_arg)
+{
+	bool		probe = true;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("gen_durable launcher");
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	gd_shared->launcher_pid = MyProcPid;
+	gd_shared->launcher_pgprocno = MyProc->pgprocno;
+	LWLockRelease(gd_shared->lock);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		manage_workers(probe);
+		probe = false;
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 GD_LAUNCHER_NAP_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}

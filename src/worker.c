@@ -1,0 +1,413 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *		The maintenance worker of one database (started by launcher.c).
+ *
+ *		Each round runs every sweep in its own short transaction: the
+ *		reaper (expired leases and claims of disconnected sessions), await
+ *		timeouts, GC, due-time pokes (queues whose scheduled rows fell due
+ *		since the last round wake their long-poll pickers) and the NOTIFY
+ *		pokes of queues made runnable by commits (at most one per queue per
+ *		GD_POKE_WINDOW_MS, SEMANTICS D17).  An error in one sweep is logged
+ *		and counted, its transaction rolled back, and the round goes on.
+ *		Between rounds the worker sleeps on its latch until the next thing
+ *		falls due (a scheduled row, an await deadline, a lease expiry), at
+ *		most gen_durable.maintenance_interval; committing transactions set
+ *		its latch when they create an earlier deadline or a poke, and
+ *		exiting claimants set it so their claims return at once.
+ *		With gen_durable.maintenance_worker off the worker only idles (the
+ *		sweeps are then run_maintenance()'s, as the regression tests want).
+ *		SIGHUP reloads the configuration, SIGTERM exits; the worker exits
+ *		cleanly (and is not restarted) when the extension is dropped or its
+ *		installed version is not the one this library serves.
+ *
+ * IDENTIFICATION
+ *		src/worker.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "aftercommit.h"
+#include "gen_durable.h"
+#include "launcher.h"
+#include "maintenance.h"
+#include "shmem.h"
+#include "spi_util.h"
+
+/* at most one NOTIFY per queue per window */
+#define GD_POKE_WINDOW_MS	100
+
+/* the shortest sleep between rounds, so a deadline that cannot be acted
+ * on yet (its row is locked by a flush in progress) does not spin */
+#define GD_MIN_SLEEP_MS		10
+
+/* the shortest sleep after a round that had an error */
+#define GD_ERROR_BACKOFF_MS 1000
+
+/* NOTIFY channel names are identifiers: "gen_durable:" + queue must fit */
+#define GD_CHANNEL_PREFIX	"gen_durable:"
+
+/* what one round learnt */
+typedef struct Round
+{
+	TimestampTz now;
+	TimestampTz next;			/* earliest deadline found */
+	bool		failed;
+} Round;
+
+static GdPlan version_plan = {
+	"SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'gen_durable'",
+	0,
+	{InvalidOid}
+};
+
+/*
+ * Per (queue, priority) of the runnable rows, found by a skip scan of the
+ * pick index: whether a row fell due in ($1, $2] and the next due time
+ * after $2.
+ */
+static GdPlan due_plan = {
+	"WITH RECURSIVE qp AS ("
+	"  (SELECT queue, priority FROM gen_durable.instances"
+	"    WHERE status = 'runnable' ORDER BY queue, priority LIMIT 1)"
+	"  UNION ALL"
+	"  SELECT n.queue, n.priority FROM qp CROSS JOIN LATERAL"
+	"    (SELECT i.queue, i.priority FROM gen_durable.instances i"
+	"      WHERE i.status = 'runnable' AND (i.queue, i.priority) > (qp.queue, qp.priority)"
+	"      ORDER BY i.queue, i.priority LIMIT 1) n"
+	")"
+	"SELECT qp.queue,"
+	"       EXISTS (SELECT 1 FROM gen_durable.instances i"
+	"                WHERE i.status = 'runnable' AND i.queue = qp.queue"
+	"                  AND i.priority = qp.priority"
+	"                  AND i.eligible_at > $1 AND i.eligible_at <= $2),"
+	"       (SELECT i.eligible_at FROM gen_durable.instances i"
+	"         WHERE i.status = 'runnable' AND i.queue = qp.queue"
+	"           AND i.priority = qp.priority AND i.eligible_at > $2"
+	"         ORDER BY i.eligible_at LIMIT 1)"
+	"  FROM qp",
+	2,
+	{TIMESTAMPTZOID, TIMESTAMPTZOID}
+};
+
+static GdPlan deadlines_plan = {
+	"SELECT (SELECT min(await_deadline) FROM gen_durable.instances"
+	"         WHERE status = 'awaiting_signal' AND await_deadline IS NOT NULL),"
+	"       (SELECT min(lease_expires_at) FROM gen_durable.instances"
+	"         WHERE status = 'executing')",
+	0,
+	{InvalidOid}
+};
+
+static GdPlan notify_plan = {
+	"SELECT pg_catalog.pg_notify('" GD_CHANNEL_PREFIX "' || q, '')"
+	"  FROM pg_catalog.unnest($1::text[]) AS q",
+	1,
+	{TEXTARRAYOID}
+};
+
+static Oid	my_dboid = InvalidOid;
+static TimestampTz last_due_check = 0;
+static TimestampTz last_notify = 0;
+
+/*
+ * earlier keeps the earliest of two deadlines (0 = none).
+ */
+static void
+earlier(TimestampTz *into, TimestampTz when)
+{
+	if (when != 0 && (*into == 0 || when < *into))
+		*into = when;
+}
+
+/*
+ * sweep_expired runs the reaper and the timeout sweep.
+ */
+static void
+sweep_expired(Round *r)
+{
+	SweepCounts counts = {0};
+
+	gd_sweep_reaper(r->now, true, &counts);
+	gd_sweep_timeouts(r->now, &counts);
+}
+
+/*
+ * sweep_gc deletes terminal rows past the retention.
+ */
+static void
+sweep_gc(Round *r)
+{
+	SweepCounts counts = {0};
+
+	gd_sweep_gc(r->now, &counts);
+}
+
+/*
+ * sweep_due wakes the pickers of queues whose scheduled rows fell due
+ * since the last round and finds the next due time and deadlines.
+ */
+static void
+sweep_due(Round *r)
+{
+	Datum		values[2];
+	int			rows;
+	int			i;
+	bool		isnull;
+	Datum		d;
+
+	values[0] = TimestampTzGetDatum(last_due_check);
+	values[1] = TimestampTzGetDatum(r->now);
+	rows = gd_execute(&due_plan, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < rows; i++)
+	{
+		if (DatumGetBool(gd_result_datum(i, 2, &isnull)))
+			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		d = gd_result_datum(i, 3, &isnull);
+		if (!isnull)
+			earlier(&r->next, DatumGetTimestampTz(d));
+	}
+	last_due_check = r->now;
+
+	gd_execute(&deadlines_plan, NULL, NULL, SPI_OK_SELECT);
+	for (i = 1; i <= 2; i++)
+	{
+		d = gd_result_datum(0, i, &isnull);
+		if (!isnull)
+			earlier(&r->next, DatumGetTimestampTz(d));
+	}
+}
+
+/*
+ * sweep_notify sends the NOTIFY pokes queued for this database.
+ */
+static void
+sweep_notify(Round *r)
+{
+	Datum	   *queues;
+	int			n = 0;
+	int			i;
+	int			kept = 0;
+
+	if (!gen_durable_notify)
+		return;
+	if (last_notify != 0 &&
+		r->now < TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS))
+	{
+		/* within the window: come back when it ends */
+		earlier(&r->next, TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS));
+		return;
+	}
+
+	queues = palloc(sizeof(Datum) * GD_MAX_DIRTY);
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < gd_shared->ndirty; i++)
+	{
+		GdDirtyQueue *q = &gd_shared->dirty[i];
+
+		if (q->dboid != my_dboid)
+		{
+			gd_shared->dirty[kept++] = *q;
+			continue;
+		}
+		if (strlen(GD_CHANNEL_PREFIX) + strlen(q->queue) < NAMEDATALEN)
+			queues[n++] = CStringGetTextDatum(q->queue);
+	}
+	gd_shared->ndirty = kept;
+	LWLockRelease(gd_shared->lock);
+
+	if (n == 0)
+		return;
+	{
+		Datum		values[1];
+
+		values[0] = PointerGetDatum(gd_array(queues, NULL, n, TEXTOID));
+		gd_execute(&notify_plan, values, NULL, SPI_OK_SELECT);
+	}
+	gd_count(GD_STAT_NOTIFIES_SENT, n);
+	last_notify = r->now;
+}
+
+/*
+ * run_step runs one sweep in its own transaction; an error is logged,
+ * counted and rolled back, and the round goes on.
+ */
+static void
+run_step(void (*sweep) (Round *r), const char *what, Round *r)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, what);
+	PG_TRY();
+	{
+		r->now = GetCurrentTimestamp();
+		gd_connect();
+		sweep(r);
+		gd_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ERRORS], 1);
+		r->failed = true;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(oldcontext);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * check_version reads the installed version of the extension: NULL when
+ * it is not installed.
+ */
+static char *
+installed_version(void)
+{
+	char	   *version = NULL;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	gd_connect();
+	if (gd_execute(&version_plan, NULL, NULL, SPI_OK_SELECT) == 1)
+		version = MemoryContextStrdup(TopMemoryContext,
+									  SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	gd_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return version;
+}
+
+/*
+ * leave exits cleanly (not restarted): the extension is gone or of
+ * another version.
+ */
+static void
+leave(void)
+{
+	GdDatabase *db;
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(my_dboid);
+	if (db != NULL)
+		db->wanted = false;
+	LWLockRelease(gd_shared->lock);
+	proc_exit(0);
+}
+
+/*
+ * detach clears the worker's pid from its slot on any exit.
+ */
+static void
+detach(int code, Datum arg)
+{
+	GdDatabase *db;
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(my_dboid);
+	if (db != NULL && db->pid == MyProcPid)
+		db->pid = 0;
+	LWLockRelease(gd_shared->lock);
+}
+
+/*
+ * gd_worker_main is the maintenance worker's main loop.
+ */
+void
+gd_worker_main(Datum main_arg)
+{
+	GdDatabase *db;
+
+	my_dboid = DatumGetObjectId(main_arg);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
+	pgstat_report_appname("gen_durable worker");
+
+	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+	db = gd_find_database(my_dboid);
+	if (db != NULL)
+	{
+		db->pid = MyProcPid;
+		db->pgprocno = MyProc->pgprocno;
+	}
+	LWLockRelease(gd_shared->lock);
+	if (db == NULL)
+		proc_exit(0);
+	before_shmem_exit(detach, (Datum) 0);
+
+	for (;;)
+	{
+		Round		round = {0};
+		char	   *version;
+		long		sleep_ms;
+		TimestampTz now;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		version = installed_version();
+		if (version == NULL)
+			leave();
+		if (strcmp(version, GD_SCHEMA_VERSION) != 0)
+		{
+			ereport(LOG,
+					(errmsg("gen_durable worker: the extension's version is %s, this library serves %s",
+							version, GD_SCHEMA_VERSION),
+					 errhint("Run ALTER EXTENSION gen_durable UPDATE in database %u.", my_dboid)));
+			leave();
+		}
+		pfree(version);
+
+		if (gen_durable_maintenance_worker)
+		{
+			run_step(sweep_expired, "gen_durable: reaper and timeouts", &round);
+			run_step(sweep_gc, "gen_durable: gc", &round);
+			run_step(sweep_due, "gen_durable: due-time pokes", &round);
+			run_step(sweep_notify, "gen_durable: notify", &round);
+			pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ROUNDS], 1);
+		}
+
+		now = GetCurrentTimestamp();
+		sleep_ms = gen_durable_maintenance_interval;
+		if (round.next != 0)
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, round.next) + 1);
+		sleep_ms = Max(sleep_ms, round.failed ? GD_ERROR_BACKOFF_MS : GD_MIN_SLEEP_MS);
+
+		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+		db->next_wake = TimestampTzPlusMilliseconds(now, sleep_ms);
+		LWLockRelease(gd_shared->lock);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sleep_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
