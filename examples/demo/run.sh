@@ -70,8 +70,11 @@ done
 echo "== starting a throwaway PostgreSQL in $TMP (port $PORT, unix socket only)"
 as_pg "$BINDIR/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
 	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
+# This demo's "worker" opens a new connection for every call, so a claim
+# must not be returned when the connection that made it closes.
 cat >>"$TMP/data/postgresql.conf" <<EOF
 shared_preload_libraries = 'gen_durable'
+gen_durable.reclaim_on_disconnect = off
 listen_addresses = ''
 unix_socket_directories = '$TMP'
 port = $PORT
