@@ -40,6 +40,8 @@ REGRESS        = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildc
 REGRESS_OPTS   = --temp-instance=./tmp_check --temp-config=test/gen_durable.conf
 ISOLATION      = $(sort $(patsubst test/specs/%.spec,%,$(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --temp-instance=./tmp_check_iso --temp-config=test/gen_durable.conf
+TAP_TESTS      = 1
+PROVE_TESTS    = test/t/*.pl
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
