@@ -200,47 +200,79 @@ wake_waiters(void)
 }
 
 /*
+ * is_dirty says whether a queue of this database already awaits its
+ * NOTIFY.  The caller holds gd_shared->lock.
+ */
+static bool
+is_dirty(const char *queue)
+{
+	int			j;
+
+	for (j = 0; j < gd_shared->ndirty; j++)
+		if (gd_shared->dirty[j].dboid == MyDatabaseId &&
+			strncmp(gd_shared->dirty[j].queue, queue, NAMEDATALEN) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * poke_needed says whether the maintenance worker must hear of this
+ * commit: a queue not yet marked for its NOTIFY, a deadline before its
+ * planned wake-up, or an explicit wake.  The caller holds gd_shared->lock
+ * (shared is enough), and db is the worker's slot.
+ */
+static bool
+poke_needed(GdDatabase *db)
+{
+	int			i;
+
+	if (pending_wake_worker ||
+		(pending_deadline != 0 && pending_deadline < db->next_wake))
+		return true;
+	for (i = 0; gen_durable_notify && i < npending_queues; i++)
+		if (!is_dirty(pending_queues[i]) && gd_shared->ndirty < GD_MAX_DIRTY)
+			return true;
+	return false;
+}
+
+/*
  * poke_worker marks the queues for the maintenance worker's NOTIFY and
- * wakes it when it has pokes to send or a deadline before its next wake.
+ * wakes it when it has new pokes to send, a deadline before its next wake
+ * or was asked to wake.  The common case, nothing new, takes the lock in
+ * shared mode only.
  */
 static void
 poke_worker(void)
 {
 	GdDatabase *db;
-	bool		wake = false;
 	int			i;
+
+	LWLockAcquire(gd_shared->lock, LW_SHARED);
+	db = gd_find_database(MyDatabaseId);
+	if (db == NULL || db->pid == 0 || !poke_needed(db))
+	{
+		LWLockRelease(gd_shared->lock);
+		return;
+	}
+	LWLockRelease(gd_shared->lock);
 
 	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
 	db = gd_find_database(MyDatabaseId);
 	if (db != NULL && db->pid != 0)
 	{
-		if (gen_durable_notify)
+		for (i = 0; gen_durable_notify && i < npending_queues; i++)
 		{
-			for (i = 0; i < npending_queues; i++)
-			{
-				int			j;
+			GdDirtyQueue *q = &gd_shared->dirty[gd_shared->ndirty];
 
-				for (j = 0; j < gd_shared->ndirty; j++)
-					if (gd_shared->dirty[j].dboid == MyDatabaseId &&
-						strncmp(gd_shared->dirty[j].queue, pending_queues[i], NAMEDATALEN) == 0)
-						break;
-				if (j == gd_shared->ndirty && gd_shared->ndirty < GD_MAX_DIRTY)
-				{
-					gd_shared->dirty[j].dboid = MyDatabaseId;
-					strlcpy(gd_shared->dirty[j].queue, pending_queues[i], NAMEDATALEN);
-					gd_shared->ndirty++;
-					wake = true;
-				}
-			}
+			if (is_dirty(pending_queues[i]) || gd_shared->ndirty == GD_MAX_DIRTY)
+				continue;
+			q->dboid = MyDatabaseId;
+			strlcpy(q->queue, pending_queues[i], NAMEDATALEN);
+			gd_shared->ndirty++;
 		}
 		if (pending_deadline != 0 && pending_deadline < db->next_wake)
-		{
 			db->next_wake = pending_deadline;
-			wake = true;
-		}
-		wake |= pending_wake_worker;
-		if (wake)
-			gd_set_proc_latch(db->pgprocno);
+		gd_set_proc_latch(db->pgprocno);
 	}
 	LWLockRelease(gd_shared->lock);
 }
