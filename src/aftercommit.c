@@ -15,7 +15,8 @@
  *		deadline comes before its planned wake-up.  Nothing happens on
  *		abort, and nothing waits: a woken backend re-reads with a fresh
  *		snapshot, which sees the commit because the callback runs after it
- *		became visible.  No hot path sends NOTIFY itself.
+ *		became visible.  A subtransaction that rolls back takes back what it
+ *		queued.  No hot path sends NOTIFY itself.
  *
  * IDENTIFICATION
  *		src/aftercommit.c
@@ -52,6 +53,26 @@ static bool pending_want_worker = false;
 static bool pending_wake_worker = false;
 
 /*
+ * What was queued when each open subtransaction started: rolling one back
+ * restores it, so work undone by a savepoint or an exception block counts
+ * nothing and wakes nobody.  Kept in TopTransactionContext.
+ */
+typedef struct PendingMark
+{
+	SubTransactionId subid;
+	int64		counts[GD_NCOUNTERS];
+	bool		any_count;
+	int			nqueues;
+	bool		all_queues;
+	int			nsettled;
+	bool		all_settled;
+	TimestampTz deadline;
+	struct PendingMark *outer;
+} PendingMark;
+
+static PendingMark *marks = NULL;
+
+/*
  * forget_pending drops everything queued by the transaction.
  */
 static void
@@ -67,6 +88,7 @@ forget_pending(void)
 	pending_deadline = 0;
 	pending_want_worker = false;
 	pending_wake_worker = false;
+	marks = NULL;
 }
 
 /*
@@ -329,11 +351,61 @@ gd_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * gd_aftercommit_init registers the transaction callback (once per
+ * gd_subxact_callback marks what was queued when a subtransaction starts,
+ * restores it when the subtransaction rolls back and drops the mark when
+ * it commits into its parent.
+ */
+static void
+gd_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	PendingMark *m;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_START_SUB:
+			m = MemoryContextAlloc(TopTransactionContext, sizeof(PendingMark));
+			m->subid = mySubid;
+			memcpy(m->counts, pending_counts, sizeof(pending_counts));
+			m->any_count = pending_any_count;
+			m->nqueues = npending_queues;
+			m->all_queues = pending_all_queues;
+			m->nsettled = npending_settled;
+			m->all_settled = pending_all_settled;
+			m->deadline = pending_deadline;
+			m->outer = marks;
+			marks = m;
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (marks != NULL && marks->subid == mySubid)
+				marks = marks->outer;
+			break;
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (marks != NULL && marks->subid == mySubid)
+			{
+				m = marks;
+				memcpy(pending_counts, m->counts, sizeof(pending_counts));
+				pending_any_count = m->any_count;
+				npending_queues = m->nqueues;
+				pending_all_queues = m->all_queues;
+				npending_settled = m->nsettled;
+				pending_all_settled = m->all_settled;
+				pending_deadline = m->deadline;
+				marks = m->outer;
+			}
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * gd_aftercommit_init registers the transaction callbacks (once per
  * process; _PG_init runs once per process that loads the library).
  */
 void
 gd_aftercommit_init(void)
 {
 	RegisterXactCallback(gd_xact_callback, NULL);
+	RegisterSubXactCallback(gd_subxact_callback, NULL);
 }

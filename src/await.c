@@ -95,7 +95,10 @@ gen_durable_await(PG_FUNCTION_ARGS)
 
 			if (gd_execute(&read_plan, &id, NULL, SPI_OK_SELECT) == 0)
 			{
+				/* gone (even between two reads): nothing of an earlier read */
 				out[0] = CStringGetTextDatum("not_found");
+				for (c = 1; c < 5; c++)
+					outnull[c] = true;
 				break;
 			}
 			status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

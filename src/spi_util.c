@@ -51,16 +51,12 @@ gd_finish(void)
 }
 
 /*
- * gd_execute runs a statement, preparing and keeping its plan on first use,
- * and checks that SPI answered with the expected result code.  Each call is
- * a new statement with a fresh snapshot under READ COMMITTED.  Returns the
- * number of rows processed.
+ * prepare_and_execute runs a statement, preparing and keeping its plan on
+ * first use.
  */
-int
-gd_execute(GdPlan *plan, Datum *values, const char *nulls, int expected)
+static int
+prepare_and_execute(GdPlan *plan, Datum *values, const char *nulls)
 {
-	int			ret;
-
 	if (plan->plan == NULL)
 	{
 		SPIPlanPtr	p = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
@@ -71,8 +67,46 @@ gd_execute(GdPlan *plan, Datum *values, const char *nulls, int expected)
 			elog(ERROR, "SPI_keepplan failed");
 		plan->plan = p;
 	}
+	return SPI_execute_plan(plan->plan, values, nulls, false, 0);
+}
 
-	ret = SPI_execute_plan(plan->plan, values, nulls, false, 0);
+/*
+ * gd_execute runs a statement of the engine and checks that SPI answered
+ * with the expected result code.  Each call is a new statement with a
+ * fresh snapshot under READ COMMITTED.  Returns the number of rows
+ * processed.
+ *
+ * When the statement fails because an object it names does not exist, the
+ * likely cause is a library newer than the installed extension's schema (a
+ * server restarted on a new build before ALTER EXTENSION UPDATE): the
+ * error then says so in its hint.
+ */
+int
+gd_execute(GdPlan *plan, Datum *values, const char *nulls, int expected)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	int			ret = 0;
+
+	PG_TRY();
+	{
+		ret = prepare_and_execute(plan, values, nulls);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_UNDEFINED_COLUMN &&
+			edata->sqlerrcode != ERRCODE_UNDEFINED_FUNCTION &&
+			edata->sqlerrcode != ERRCODE_UNDEFINED_TABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		edata->hint = psprintf("The installed gen_durable extension may be older than its library (%s): run ALTER EXTENSION gen_durable UPDATE.",
+							   GD_SCHEMA_VERSION);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	if (ret != expected)
 		elog(ERROR, "gen_durable statement failed: %s", SPI_result_code_string(ret));
 	return (int) SPI_processed;

@@ -93,6 +93,7 @@ gd_wait_begin(GdWait *w, TimestampTz deadline, GdWaitKind kind,
 	w->deadline = deadline;
 	w->poll_ms = GD_POLL_MIN_MS;
 	w->registered = false;
+	w->slept = false;
 	if (deadline <= GetCurrentTimestamp())
 		return;
 
@@ -124,7 +125,6 @@ gd_wait_begin(GdWait *w, TimestampTz deadline, GdWaitKind kind,
 		pg_memory_barrier();
 	}
 	w->registered = true;
-	gd_count(GD_STAT_WAITS, 1);
 }
 
 /*
@@ -139,6 +139,9 @@ gd_wait_sleep(GdWait *w)
 
 	if (left <= 0)
 		return false;
+	if (!w->slept)
+		gd_count(GD_STAT_WAITS, 1);
+	w->slept = true;
 	if (w->registered)
 		sleep_ms = Min(left, GD_RECHECK_MS);
 	else

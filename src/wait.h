@@ -24,6 +24,7 @@ typedef struct GdWait
 	TimestampTz deadline;
 	long		poll_ms;		/* next sleep when polling without shmem */
 	bool		registered;
+	bool		slept;			/* counted in the waits counter */
 } GdWait;
 
 extern TimestampTz gd_wait_deadline(Interval *wait);
