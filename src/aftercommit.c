@@ -49,7 +49,9 @@ static int64 pending_settled[MAX_PENDING_SETTLED];
 static int	npending_settled = 0;
 static bool pending_all_settled = false;
 static TimestampTz pending_deadline = 0;
-static bool pending_want_worker = false;
+#define MAX_PENDING_WANTED	4
+static Oid	pending_wanted[MAX_PENDING_WANTED];
+static int	npending_wanted = 0;
 static bool pending_wake_worker = false;
 
 /*
@@ -86,7 +88,7 @@ forget_pending(void)
 	npending_settled = 0;
 	pending_all_settled = false;
 	pending_deadline = 0;
-	pending_want_worker = false;
+	npending_wanted = 0;
 	pending_wake_worker = false;
 	marks = NULL;
 }
@@ -151,13 +153,21 @@ gd_deadline(TimestampTz when)
 }
 
 /*
- * gd_worker_wanted asks for this database's maintenance worker to be
- * started (CREATE EXTENSION, ALTER EXTENSION UPDATE).
+ * gd_worker_wanted asks for the maintenance worker of a database to be
+ * started: this one (CREATE EXTENSION, ALTER EXTENSION UPDATE) or a new
+ * one (CREATE DATABASE, whose template may have the extension; the worker
+ * exits at once where it has not).
  */
 void
-gd_worker_wanted(void)
+gd_worker_wanted(Oid dboid)
 {
-	pending_want_worker = true;
+	int			i;
+
+	for (i = 0; i < npending_wanted; i++)
+		if (pending_wanted[i] == dboid)
+			return;
+	if (npending_wanted < MAX_PENDING_WANTED)
+		pending_wanted[npending_wanted++] = dboid;
 }
 
 /*
@@ -321,8 +331,8 @@ publish(void)
 	}
 	if (npending_queues > 0 || pending_deadline != 0 || pending_wake_worker)
 		poke_worker();
-	if (pending_want_worker)
-		gd_want_worker(MyDatabaseId);
+	for (i = 0; i < npending_wanted; i++)
+		gd_want_worker(pending_wanted[i]);
 }
 
 /*

@@ -25,7 +25,7 @@ extern void gd_count(GdCounter counter, int64 n);
 extern void gd_queue_runnable(const char *queue);
 extern void gd_instance_settled(int64 id);
 extern void gd_deadline(TimestampTz when);
-extern void gd_worker_wanted(void);
+extern void gd_worker_wanted(Oid dboid);
 extern void gd_wake_worker(void);
 
 #endif							/* GD_AFTERCOMMIT_H */

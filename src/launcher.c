@@ -13,7 +13,8 @@
  *		  without it costs one short-lived process at server start;
  *		- CREATE EXTENSION and ALTER EXTENSION UPDATE call _start_worker(),
  *		  which after commit marks the database wanted and sets the
- *		  launcher's latch, so the worker starts without a restart;
+ *		  launcher's latch, so the worker starts without a restart; so does
+ *		  CREATE DATABASE, for a copy of a template that has the extension;
  *		- a worker that exits with an error (or is terminated) is restarted
  *		  after GD_RESTART_DELAY_MS; one that finds the extension gone exits
  *		  cleanly and is not restarted;
@@ -122,7 +123,7 @@ Datum
 gen_durable_start_worker(PG_FUNCTION_ARGS)
 {
 	if (gd_shmem_ready())
-		gd_worker_wanted();
+		gd_worker_wanted(MyDatabaseId);
 	PG_RETURN_VOID();
 }
 
@@ -161,6 +162,24 @@ pause_worker(const char *dbname)
 }
 
 /*
+ * has_option returns the value of a command's option, or NULL.
+ */
+static char *
+has_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+
+		if (strcmp(opt->defname, name) == 0)
+			return opt->arg != NULL ? defGetString(opt) : "";
+	}
+	return NULL;
+}
+
+/*
  * gd_process_utility stops or wakes workers around the commands that
  * concern them, then runs the command.
  */
@@ -170,24 +189,21 @@ gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	char	   *created = NULL;
 
 	if (IsA(stmt, DropdbStmt))
 		pause_worker(((DropdbStmt *) stmt)->dbname);
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		pause_worker(((RenameStmt *) stmt)->subname);
-	else if (IsA(stmt, AlterDatabaseStmt))
+	else if (IsA(stmt, AlterDatabaseStmt) &&
+			 has_option(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
 		pause_worker(((AlterDatabaseStmt *) stmt)->dbname);
 	else if (IsA(stmt, CreatedbStmt))
 	{
-		ListCell   *lc;
+		char	   *template = has_option(((CreatedbStmt *) stmt)->options, "template");
 
-		foreach(lc, ((CreatedbStmt *) stmt)->options)
-		{
-			DefElem    *opt = lfirst_node(DefElem, lc);
-
-			if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
-				pause_worker(defGetString(opt));
-		}
+		pause_worker(template ? template : "template1");
+		created = ((CreatedbStmt *) stmt)->dbname;
 	}
 	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
 	{
@@ -205,6 +221,10 @@ gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
+
+	/* a copy of a template with the extension needs its worker too */
+	if (created != NULL)
+		gd_worker_wanted(get_database_oid(created, false));
 }
 
 /*
