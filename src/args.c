@@ -176,13 +176,23 @@ gd_json_batch_array(Jsonb *arg, const char *argname, const char *what,
 				 errmsg("argument \"%s\" must be a JSON array of %s", argname, what),
 				 errhint("Pass for example '%s'.", example)));
 	n = JB_ROOT_COUNT(arg);
+	gd_check_batch_size(n, argname);
+	return n;
+}
+
+/*
+ * gd_check_batch_size refuses a batch argument of more than GD_MAX_BATCH
+ * elements.
+ */
+void
+gd_check_batch_size(int n, const char *argname)
+{
 	if (n > GD_MAX_BATCH)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("argument \"%s\" has %d elements, more than the limit of %d",
 						argname, n, GD_MAX_BATCH),
 				 errhint("Split the call into smaller batches.")));
-	return n;
 }
 
 /*

@@ -27,6 +27,7 @@ extern Jsonb *gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argna
 extern int	gd_arg_batch(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	gd_json_batch_array(Jsonb *arg, const char *argname,
 								const char *what, const char *example);
+extern void gd_check_batch_size(int n, const char *argname);
 extern bool gd_interval_positive(Interval *span);
 extern bool gd_interval_negative(Interval *span);
 

@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "args.h"
 #include "gen_durable.h"
 #include "spi_util.h"
 
@@ -218,12 +219,7 @@ gd_array_int8(ArrayType *array, const char *argname, int64 **out)
 				 errmsg("argument \"%s\" must be a one-dimensional array", argname)));
 	deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 					  &datums, &nulls, &n);
-	if (n > GD_MAX_BATCH)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("argument \"%s\" has %d elements, more than the limit of %d",
-						argname, n, GD_MAX_BATCH),
-				 errhint("Split the call into smaller batches.")));
+	gd_check_batch_size(n, argname);
 	*out = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{

@@ -136,14 +136,24 @@ earlier(TimestampTz *into, TimestampTz when)
 }
 
 /*
- * sweep_expired runs the reaper and the timeout sweep.
+ * sweep_reaper returns expired claims and those of exited backends.
  */
 static void
-sweep_expired(Round *r)
+sweep_reaper(Round *r)
 {
 	SweepCounts counts = {0};
 
 	gd_sweep_reaper(r->now, true, &counts);
+}
+
+/*
+ * sweep_timeouts wakes parked instances whose await deadline passed.
+ */
+static void
+sweep_timeouts(Round *r)
+{
+	SweepCounts counts = {0};
+
 	gd_sweep_timeouts(r->now, &counts);
 }
 
@@ -389,7 +399,8 @@ gd_worker_main(Datum main_arg)
 
 		if (gen_durable_maintenance_worker)
 		{
-			run_step(sweep_expired, "gen_durable: reaper and timeouts", &round);
+			run_step(sweep_reaper, "gen_durable: reaper", &round);
+			run_step(sweep_timeouts, "gen_durable: await timeouts", &round);
 			run_step(sweep_gc, "gen_durable: gc", &round);
 			run_step(sweep_due, "gen_durable: due-time pokes", &round);
 			run_step(sweep_notify, "gen_durable: notify", &round);
