@@ -69,6 +69,8 @@ typedef struct PendingMark
 	int			nsettled;
 	bool		all_settled;
 	TimestampTz deadline;
+	int			nwanted;
+	bool		wake_worker;
 	struct PendingMark *outer;
 } PendingMark;
 
@@ -226,9 +228,23 @@ wake_waiters(void)
 	{
 		GdWaiter   *w = gd_waiter_slot(i);
 
-		if (w->kind != GD_WAIT_NONE && waiter_matches(w, hashes))
+		if (w->kind == GD_WAIT_NONE)
+			continue;
+		/* the slot's other fields were written before its kind */
+		pg_read_barrier();
+		if (waiter_matches(w, hashes))
 			gd_set_proc_latch(i);
 	}
+}
+
+/*
+ * notifiable says whether a queue's channel name ("gen_durable:" + queue)
+ * fits in an identifier; longer names get no NOTIFY poke.
+ */
+static bool
+notifiable(const char *queue)
+{
+	return strlen(GD_CHANNEL_PREFIX) + strlen(queue) < NAMEDATALEN;
 }
 
 /*
@@ -262,7 +278,8 @@ poke_needed(GdDatabase *db)
 		(pending_deadline != 0 && pending_deadline < db->next_wake))
 		return true;
 	for (i = 0; gen_durable_notify && i < npending_queues; i++)
-		if (!is_dirty(pending_queues[i]) && gd_shared->ndirty < GD_MAX_DIRTY)
+		if (notifiable(pending_queues[i]) && !is_dirty(pending_queues[i]) &&
+			gd_shared->ndirty < GD_MAX_DIRTY)
 			return true;
 	return false;
 }
@@ -296,7 +313,8 @@ poke_worker(void)
 		{
 			GdDirtyQueue *q = &gd_shared->dirty[gd_shared->ndirty];
 
-			if (is_dirty(pending_queues[i]) || gd_shared->ndirty == GD_MAX_DIRTY)
+			if (!notifiable(pending_queues[i]) || is_dirty(pending_queues[i]) ||
+				gd_shared->ndirty == GD_MAX_DIRTY)
 				continue;
 			q->dboid = MyDatabaseId;
 			strlcpy(q->queue, pending_queues[i], NAMEDATALEN);
@@ -383,12 +401,18 @@ gd_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			m->nsettled = npending_settled;
 			m->all_settled = pending_all_settled;
 			m->deadline = pending_deadline;
+			m->nwanted = npending_wanted;
+			m->wake_worker = pending_wake_worker;
 			m->outer = marks;
 			marks = m;
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 			if (marks != NULL && marks->subid == mySubid)
-				marks = marks->outer;
+			{
+				m = marks;
+				marks = m->outer;
+				pfree(m);
+			}
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
 			if (marks != NULL && marks->subid == mySubid)
@@ -401,7 +425,10 @@ gd_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				npending_settled = m->nsettled;
 				pending_all_settled = m->all_settled;
 				pending_deadline = m->deadline;
+				npending_wanted = m->nwanted;
+				pending_wake_worker = m->wake_worker;
 				marks = m->outer;
+				pfree(m);
 			}
 			break;
 		default:

@@ -283,13 +283,29 @@ gd_json_number(JsonbValue *v, double *out)
 char *
 gd_json_int(JsonbValue *v, const char *key, int64 min, int64 max, int64 *out)
 {
-	double		d;
+	char	   *text;
+	char	   *point;
+	char	   *end;
+	int64		value;
 
-	if (!gd_json_number(v, &d) || d != floor(d) || d < (double) min || d > (double) max)
-		return psprintf("\"%s\" must be a whole number from " INT64_FORMAT " to " INT64_FORMAT,
-						key, min, max);
-	*out = (int64) d;
-	return NULL;
+	/* exactly, from the decimal text: a double would round large ids */
+	if (v->type == jbvNumeric)
+	{
+		text = DatumGetCString(DirectFunctionCall1(numeric_out,
+												   NumericGetDatum(v->val.numeric)));
+		point = strchr(text, '.');
+		if (point != NULL && strspn(point + 1, "0") == strlen(point + 1))
+			*point = '\0';		/* 12.000 is 12 */
+		errno = 0;
+		value = strtoi64(text, &end, 10);
+		if (errno == 0 && *end == '\0' && end != text && value >= min && value <= max)
+		{
+			*out = value;
+			return NULL;
+		}
+	}
+	return psprintf("\"%s\" must be a whole number from " INT64_FORMAT " to " INT64_FORMAT,
+					key, min, max);
 }
 
 /*
@@ -416,6 +432,9 @@ gd_json_duration(JsonbValue *v, const char *key, Interval *out)
 			return psprintf("\"%s\" is not a valid interval", key);
 		if (gd_interval_negative(out))
 			return psprintf("\"%s\" must not be negative", key);
+		if ((double) out->month * DAYS_PER_MONTH * SECS_PER_DAY +
+			(double) out->day * SECS_PER_DAY + (double) out->time / USECS_PER_SEC > 1e9)
+			return psprintf("\"%s\" must not be longer than 1e9 seconds", key);
 		return NULL;
 	}
 	if (!gd_json_number(v, &secs) || secs < 0 || secs > 1e9)

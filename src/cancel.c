@@ -37,7 +37,7 @@ static GdPlan cancel_plan = {
 	"       error = pg_catalog.jsonb_build_object('reason', 'cancelled', 'message', $2::text),"
 	"       updated_at = $3"
 	" WHERE id = $1 AND status NOT IN ('done', 'failed', 'cancelled')"
-	" RETURNING id, parent_id",
+	" RETURNING id, parent_id, queue, concurrency_key IS NOT NULL",
 	3,
 	{INT8OID, TEXTOID, TIMESTAMPTZOID}
 };
@@ -77,6 +77,9 @@ gen_durable_cancel(PG_FUNCTION_ARGS)
 		Datum		parent = gd_result_datum(i, 2, &isnull);
 
 		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
+		/* a freed concurrency key lets the queue's next row with it run */
+		if (DatumGetBool(gd_result_datum(i, 4, &isnull)))
+			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3));
 	}
 	gd_settle(&settled, now);
 	gd_count(GD_STAT_CANCELLED, rows);

@@ -236,7 +236,8 @@ read_locked(int rows)
 		l->concurrency_key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 9);
 		d = gd_result_datum(r, 10, &isnull);
 		if (!isnull)
-			l->npresented = gd_array_int8(DatumGetArrayTypeP(d), "presented", &l->presented);
+			l->npresented = gd_array_int8(DatumGetArrayTypeP(d), "presented", false,
+										  &l->presented);
 		l->queue = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 11);
 	}
 	return out;
@@ -459,6 +460,10 @@ after_commit(Entry *e, TimestampTz now)
 		gd_count(GD_STAT_BUDGET_EXHAUSTED, 1);
 	else if (e->detail != NULL && strcmp(e->detail, "attempts_exhausted") == 0)
 		gd_count(GD_STAT_ATTEMPTS_EXHAUSTED, 1);
+
+	/* a concurrency key the step held is free: its queue's next row may run */
+	if (e->row->concurrency_key != NULL && e->act != ACT_CONTINUE)
+		gd_queue_runnable(e->row->queue);
 
 	switch (e->act)
 	{

@@ -678,15 +678,22 @@ resolve_duplicates(InsertSpec *specs, int n, int64 *ids, bool *created, bool *id
 		found = gd_execute(&resolve_plan, values, NULL, SPI_OK_SELECT);
 		for (r = 0; r < found; r++)
 		{
-			char	   *key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+			KeyedOrd	probe;
+			KeyedOrd   *hit;
 			int64		id = gd_result_int64(r, 2);
 
-			for (i = 0; i < n; i++)
-				if (!created[i] && idnull[i] && specs[i].correlation_key &&
-					strcmp(specs[i].correlation_key, key) == 0)
+			/* the group of specs with this key in the sorted array */
+			probe.key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
+			hit = bsearch(&probe, keyed, nkeyed, sizeof(KeyedOrd), compare_keyed);
+			if (hit == NULL)
+				continue;
+			while (hit > keyed && strcmp((hit - 1)->key, probe.key) == 0)
+				hit--;
+			for (; hit < keyed + nkeyed && strcmp(hit->key, probe.key) == 0; hit++)
+				if (!created[hit->ord])
 				{
-					ids[i] = id;
-					idnull[i] = false;
+					ids[hit->ord] = id;
+					idnull[hit->ord] = false;
 				}
 		}
 	}

@@ -53,6 +53,7 @@
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
@@ -97,12 +98,7 @@ gd_want_worker(Oid dboid)
 			memset(db, 0, sizeof(GdDatabase));
 			db->dboid = dboid;
 		}
-	if (db == NULL)
-		ereport(WARNING,
-				(errmsg("gen_durable cannot run a maintenance worker for more than %d databases",
-						GD_MAX_DATABASES),
-				 errhint("Call gen_durable.run_maintenance() from a scheduler in this database.")));
-	else
+	if (db != NULL)
 	{
 		db->wanted = true;
 		db->start_after = 0;
@@ -112,6 +108,12 @@ gd_want_worker(Oid dboid)
 	if (gd_shared->launcher_pid != 0)
 		gd_set_proc_latch(gd_shared->launcher_pgprocno);
 	LWLockRelease(gd_shared->lock);
+
+	if (db == NULL)
+		ereport(WARNING,
+				(errmsg("gen_durable cannot run a maintenance worker for more than %d databases",
+						GD_MAX_DATABASES),
+				 errhint("Call gen_durable.run_maintenance() from a scheduler in that database.")));
 }
 
 /*
@@ -140,7 +142,8 @@ pause_worker(const char *dbname)
 	pid_t		pid = 0;
 	int			i;
 
-	if (dboid == InvalidOid)
+	/* only for someone the command itself would allow */
+	if (dboid == InvalidOid || !pg_database_ownercheck(dboid, GetUserId()))
 		return;
 	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
 	db = gd_find_database(dboid);
@@ -321,12 +324,8 @@ start_worker(int slot, Oid dboid)
 		LWLockRelease(gd_shared->lock);
 		return;
 	}
-	if (WaitForBackgroundWorkerStartup(handles[slot], &pid) != BGWH_STARTED)
-		pid = 0;
-	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
-	if (gd_shared->databases[slot].pid == 0)
-		gd_shared->databases[slot].pid = pid;
-	LWLockRelease(gd_shared->lock);
+	/* the worker records its own pid in the slot (worker.c) */
+	(void) WaitForBackgroundWorkerStartup(handles[slot], &pid);
 }
 
 /*
@@ -370,8 +369,14 @@ manage_workers(bool probe)
 		Oid			dboid;
 		bool		due;
 
-		LWLockAcquire(gd_shared->lock, LW_SHARED);
+		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
 		dboid = db->dboid;
+		if (dboid != InvalidOid && !db->wanted && db->pid == 0 && handles[i] == NULL)
+		{
+			/* no extension there (any more): forget the database */
+			db->dboid = InvalidOid;
+			dboid = InvalidOid;
+		}
 		due = dboid != InvalidOid && db->wanted && db->pid == 0 &&
 			handles[i] == NULL && db->start_after <= now;
 		LWLockRelease(gd_shared->lock);

@@ -95,7 +95,7 @@ gen_durable_heartbeat(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"ids\" must not be NULL"),
 				 errhint("Pass the ids of the worker's claims, for example ARRAY[1, 2].")));
-	n = gd_array_int8(PG_GETARG_ARRAYTYPE_P(1), "ids", &ids);
+	n = gd_array_int8(PG_GETARG_ARRAYTYPE_P(1), "ids", true, &ids);
 	lease = gd_arg_interval(fcinfo, 2, "lease", true);
 
 	values[0] = PointerGetDatum(gd_int8_array(ids, n));
@@ -136,7 +136,7 @@ gen_durable_release(PG_FUNCTION_ARGS)
 		nulls[1] = 'n';
 	else
 	{
-		n = gd_array_int8(PG_GETARG_ARRAYTYPE_P(1), "ids", &ids);
+		n = gd_array_int8(PG_GETARG_ARRAYTYPE_P(1), "ids", true, &ids);
 		values[1] = PointerGetDatum(gd_int8_array(ids, n));
 	}
 	values[2] = TimestampTzGetDatum(GetCurrentTimestamp());

@@ -62,7 +62,8 @@ static GdPlan reaper_plan = {
 	"       presented = NULL, claim_session = NULL, updated_at = $1"
 	"  FROM l"
 	" WHERE i.id = l.id AND i.status = 'executing'"
-	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, l.disconnected",
+	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, l.disconnected,"
+	"           i.concurrency_key IS NOT NULL",
 	3,
 	{TIMESTAMPTZOID, INT4OID, BOOLOID}
 };
@@ -130,6 +131,9 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 			continue;
 		}
 		counts->lease_failed++;
+		/* a freed concurrency key lets the queue's next row with it run */
+		if (DatumGetBool(gd_result_datum(i, 6, &isnull)))
+			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
 		parent = gd_result_datum(i, 3, &isnull);
 		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
 	}

@@ -141,12 +141,15 @@ emit_jobs(ReturnSetInfo *rsinfo, int rows)
 }
 
 /*
- * is_arbiter_violation says whether an error is the K=1 arbiter refusing a
- * second executing row for a key.
+ * is_claim_contention says whether an error is the K=1 arbiter refusing a
+ * second executing row for a key, or a deadlock between two picks whose
+ * claims of several keys waited on each other in the arbiter index.
  */
 static bool
-is_arbiter_violation(ErrorData *edata)
+is_claim_contention(ErrorData *edata)
 {
+	if (edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED)
+		return true;
 	return edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION &&
 		edata->constraint_name != NULL &&
 		strcmp(edata->constraint_name, "instances_concurrency_active") == 0;
@@ -154,8 +157,9 @@ is_arbiter_violation(ErrorData *edata)
 
 /*
  * flip_in_subxact runs the flip in a subtransaction and returns the number
- * of rows flipped, or -1 when the K=1 arbiter refused it (the flip is then
- * undone; the candidate locks, taken by the parent, stay).
+ * of rows flipped, or -1 when the K=1 arbiter refused it or it deadlocked
+ * with another pick (the flip is then undone; the candidate locks, taken by
+ * the parent, stay).
  */
 static int
 flip_in_subxact(Datum *values, char *nulls)
@@ -183,7 +187,7 @@ flip_in_subxact(Datum *values, char *nulls)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		if (!is_arbiter_violation(edata))
+		if (!is_claim_contention(edata))
 			ReThrowError(edata);
 		FreeErrorData(edata);
 		rows = -1;
@@ -293,6 +297,47 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 }
 
 /*
+ * claim_in_subxact runs one claim attempt of a waiting pick in a
+ * subtransaction that is rolled back when it claims nothing, so that the
+ * candidates it locked but did not claim are not held while the pick
+ * sleeps.  Returns how many were claimed.
+ */
+static int
+claim_in_subxact(PickArgs *args, ReturnSetInfo *rsinfo)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int			rows = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		rows = claim_once(args, rsinfo);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+	if (rows > 0)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(oldcontext);
+	CurrentResourceOwner = oldowner;
+	return rows;
+}
+
+/*
  * gen_durable_pick implements gen_durable.pick(queue, worker, batch, lease,
  * wait, fsms): claims up to batch jobs; with wait > 0 and nothing to claim
  * it sleeps in the server until work for the queue is committed or falls
@@ -324,8 +369,11 @@ gen_durable_pick(PG_FUNCTION_ARGS)
 	gd_wait_begin(&wait, gd_wait_deadline(wait_arg), GD_WAIT_PICK, args.queue, 0);
 	PG_TRY();
 	{
-		while (claim_once(&args, rsinfo) == 0 && gd_wait_sleep(&wait))
-			;
+		if (!wait.can_sleep)
+			claim_once(&args, rsinfo);
+		else
+			while (claim_in_subxact(&args, rsinfo) == 0 && gd_wait_sleep(&wait))
+				;
 	}
 	PG_FINALLY();
 	{

@@ -85,6 +85,9 @@ typedef struct GdDatabase
 } GdDatabase;
 
 #define GD_MAX_DATABASES	64
+
+/* NOTIFY channels are "gen_durable:<queue>" */
+#define GD_CHANNEL_PREFIX	"gen_durable:"
 #define GD_MAX_DIRTY		256
 
 /* a queue made runnable, waiting for its NOTIFY */

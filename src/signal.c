@@ -38,7 +38,9 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 /*
  * The delivery after the target is resolved (the "target" CTE, defined by
  * each variant): lock, insert, conditional wake.  Returns one row when the
- * target exists: (stored, woken).
+ * target exists and, once locked, is still live: (stored, woken queue).  A
+ * target that became terminal while the delivery waited for its lock gets
+ * nothing stored (I-28).
  */
 #define SIGNAL_DELIVERY \
 	"), locked AS (" \
@@ -46,7 +48,8 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 	"    JOIN target t ON t.id = i.id FOR NO KEY UPDATE OF i" \
 	"), stored AS (" \
 	"  INSERT INTO gen_durable.signals (target_id, name, payload, dedup_key, inserted_at)" \
-	"  SELECT id, $2, $3, $4, $5 FROM target" \
+	"  SELECT id, $2, $3, $4, $5 FROM locked" \
+	"   WHERE status NOT IN ('done', 'failed', 'cancelled')" \
 	"  ON CONFLICT (target_id, dedup_key) DO NOTHING RETURNING id" \
 	"), woken AS (" \
 	"  UPDATE gen_durable.instances i" \
@@ -57,7 +60,7 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 	"  RETURNING i.queue" \
 	")" \
 	"SELECT (SELECT count(*) FROM stored), (SELECT queue FROM woken)" \
-	"  FROM target"
+	"  FROM locked WHERE status NOT IN ('done', 'failed', 'cancelled')"
 
 #define SIGNAL_ARGTYPES(target_type) \
 	{target_type, TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID}

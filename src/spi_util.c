@@ -202,11 +202,12 @@ gd_int8_array(const int64 *values, int n)
 
 /*
  * gd_array_int8 unpacks a bigint[] argument into C values; NULL elements,
- * more than one dimension or more than GD_MAX_BATCH elements are refused
- * with an error that names the argument.  Returns the element count.
+ * more than one dimension or (when capped) more than GD_MAX_BATCH elements
+ * are refused with an error that names the argument.  Returns the element
+ * count.
  */
 int
-gd_array_int8(ArrayType *array, const char *argname, int64 **out)
+gd_array_int8(ArrayType *array, const char *argname, bool capped, int64 **out)
 {
 	Datum	   *datums;
 	bool	   *nulls;
@@ -219,7 +220,8 @@ gd_array_int8(ArrayType *array, const char *argname, int64 **out)
 				 errmsg("argument \"%s\" must be a one-dimensional array", argname)));
 	deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 					  &datums, &nulls, &n);
-	gd_check_batch_size(n, argname);
+	if (capped)
+		gd_check_batch_size(n, argname);
 	*out = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < n; i++)
 	{

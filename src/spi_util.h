@@ -44,7 +44,8 @@ extern int64 gd_result_int64(int row, int col);
 
 extern ArrayType *gd_int8_array(const int64 *values, int n);
 extern ArrayType *gd_array(Datum *values, bool *nulls, int n, Oid elemtype);
-extern int	gd_array_int8(ArrayType *array, const char *argname, int64 **out);
+extern int	gd_array_int8(ArrayType *array, const char *argname, bool capped,
+						  int64 **out);
 
 extern TimestampTz gd_add_interval(TimestampTz ts, Interval *span);
 extern void gd_require_read_committed(const char *function);

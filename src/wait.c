@@ -94,7 +94,8 @@ gd_wait_begin(GdWait *w, TimestampTz deadline, GdWaitKind kind,
 	w->poll_ms = GD_POLL_MIN_MS;
 	w->registered = false;
 	w->slept = false;
-	if (deadline <= GetCurrentTimestamp())
+	w->can_sleep = deadline > GetCurrentTimestamp();
+	if (!w->can_sleep)
 		return;
 
 	if (!gd_shmem_ready())

@@ -25,6 +25,7 @@ typedef struct GdWait
 	long		poll_ms;		/* next sleep when polling without shmem */
 	bool		registered;
 	bool		slept;			/* counted in the waits counter */
+	bool		can_sleep;		/* the deadline is in the future */
 } GdWait;
 
 extern TimestampTz gd_wait_deadline(Interval *wait);

@@ -39,6 +39,7 @@
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -56,11 +57,15 @@
  * on yet (its row is locked by a flush in progress) does not spin */
 #define GD_MIN_SLEEP_MS		10
 
+/* how far each due-time scan reaches back into the previous one's window */
+#define GD_DUE_OVERLAP_MS	1000
+
+/* the longest back-off for a deadline that cannot be acted on yet */
+#define GD_MAX_PAST_DUE_SLEEP_MS	1000
+
 /* the shortest sleep after a round that had an error */
 #define GD_ERROR_BACKOFF_MS 1000
 
-/* NOTIFY channel names are identifiers: "gen_durable:" + queue must fit */
-#define GD_CHANNEL_PREFIX	"gen_durable:"
 
 /* what one round learnt */
 typedef struct Round
@@ -181,7 +186,12 @@ sweep_due(Round *r)
 	bool		isnull;
 	Datum		d;
 
-	values[0] = TimestampTzGetDatum(last_due_check);
+	/*
+	 * The windows overlap by GD_DUE_OVERLAP_MS: a row committed after the
+	 * previous scan's snapshot with a due time before that scan is still
+	 * seen (an extra poke is harmless).
+	 */
+	values[0] = TimestampTzGetDatum(last_due_check - GD_DUE_OVERLAP_MS * 1000);
 	values[1] = TimestampTzGetDatum(r->now);
 	rows = gd_execute(&due_plan, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < rows; i++)
@@ -235,8 +245,7 @@ sweep_notify(Round *r)
 			gd_shared->dirty[kept++] = *q;
 			continue;
 		}
-		if (strlen(GD_CHANNEL_PREFIX) + strlen(q->queue) < NAMEDATALEN)
-			queues[n++] = CStringGetTextDatum(q->queue);
+		queues[n++] = CStringGetTextDatum(q->queue);
 	}
 	gd_shared->ndirty = kept;
 	LWLockRelease(gd_shared->lock);
@@ -344,12 +353,38 @@ detach(int code, Datum arg)
 }
 
 /*
+ * pin_settings overrides the database's and roles' settings that could
+ * change what the worker's statements do.  It runs as a superuser: a
+ * search_path with a schema an unprivileged owner controls would let that
+ * owner's operators run with superuser rights, and a default of
+ * REPEATABLE READ, read-only transactions or timeouts would break the
+ * sweeps.
+ */
+static void
+pin_settings(void)
+{
+	static const char *const pinned[][2] = {
+		{"search_path", "pg_catalog, pg_temp"},
+		{"default_transaction_isolation", "read committed"},
+		{"default_transaction_read_only", "off"},
+		{"statement_timeout", "0"},
+		{"lock_timeout", "0"},
+		{"idle_in_transaction_session_timeout", "0"},
+	};
+	int			i;
+
+	for (i = 0; i < lengthof(pinned); i++)
+		SetConfigOption(pinned[i][0], pinned[i][1], PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
  * gd_worker_main is the maintenance worker's main loop.
  */
 void
 gd_worker_main(Datum main_arg)
 {
 	GdDatabase *db;
+	long		past_due_sleep = GD_MIN_SLEEP_MS;
 
 	my_dboid = DatumGetObjectId(main_arg);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -357,6 +392,7 @@ gd_worker_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(my_dboid, InvalidOid, 0);
 	pgstat_report_appname("gen_durable worker");
+	pin_settings();
 
 	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
 	db = gd_find_database(my_dboid);
@@ -397,6 +433,16 @@ gd_worker_main(Datum main_arg)
 		}
 		pfree(version);
 
+		/*
+		 * Until this round has found the next deadline, any earlier one a
+		 * commit creates must wake the worker (aftercommit.c compares with
+		 * next_wake), so the planned wake-up is pushed out first.
+		 */
+		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
+		db->next_wake = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													gen_durable_maintenance_interval);
+		LWLockRelease(gd_shared->lock);
+
 		if (gen_durable_maintenance_worker)
 		{
 			run_step(sweep_reaper, "gen_durable: reaper", &round);
@@ -409,8 +455,20 @@ gd_worker_main(Datum main_arg)
 
 		now = GetCurrentTimestamp();
 		sleep_ms = gen_durable_maintenance_interval;
-		if (round.next != 0)
+		if (round.next != 0 && round.next > now)
 			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, round.next) + 1);
+		else if (round.next != 0)
+		{
+			/*
+			 * A deadline that has passed but was not acted on (its row is
+			 * locked by a flush in progress): retry soon, backing off so a
+			 * long-held lock does not make the worker spin.
+			 */
+			sleep_ms = Min(sleep_ms, past_due_sleep);
+			past_due_sleep = Min(past_due_sleep * 2, GD_MAX_PAST_DUE_SLEEP_MS);
+		}
+		if (round.next == 0 || round.next > now)
+			past_due_sleep = GD_MIN_SLEEP_MS;
 		sleep_ms = Max(sleep_ms, round.failed ? GD_ERROR_BACKOFF_MS : GD_MIN_SLEEP_MS);
 
 		LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);

@@ -8,7 +8,11 @@
 #    would find it;
 #  - NOTIFY pokes: a commit that makes work runnable in a queue makes the
 #    worker send NOTIFY "gen_durable:<queue>", at most once per queue per
-#    100 ms window however many commits there are.
+#    100 ms window however many commits there are;
+#  - the worker runs as a superuser but is immune to its database's
+#    settings: an unprivileged database owner who sets the database's
+#    search_path to a schema with a hostile "=" operator gains nothing;
+#  - a role that may not drop a database cannot stop its worker by trying.
 
 use strict;
 use warnings FATAL => 'all';
@@ -115,6 +119,61 @@ like($out, qr/Asynchronous notification "gen_durable:qn" received/,
 my $sent = counter('notifies_sent') - $notifies_before;
 cmp_ok($sent, '>=', 1, 'the worker sent a poke');
 cmp_ok($sent, '<', 50, "50 commits were coalesced into $sent pokes");
+
+# ---- the worker ignores a hostile search_path ----
+$node->safe_psql('postgres', q{
+	CREATE ROLE dbo LOGIN;
+	CREATE DATABASE evil OWNER dbo;
+});
+$node->safe_psql('evil', 'CREATE EXTENSION gen_durable');
+$node->safe_psql('evil', q{
+	SET ROLE dbo;
+	CREATE SCHEMA trap;
+	CREATE FUNCTION trap.name_eq(name, name) RETURNS boolean LANGUAGE plpgsql AS $$
+	BEGIN
+		ALTER ROLE dbo SUPERUSER;
+		RETURN $1 OPERATOR(pg_catalog.=) $2;
+	EXCEPTION WHEN OTHERS THEN
+		RETURN $1 OPERATOR(pg_catalog.=) $2;
+	END $$;
+	CREATE FUNCTION trap.text_eq(text, text) RETURNS boolean LANGUAGE plpgsql AS $$
+	BEGIN
+		ALTER ROLE dbo SUPERUSER;
+		RETURN $1 OPERATOR(pg_catalog.=) $2;
+	EXCEPTION WHEN OTHERS THEN
+		RETURN $1 OPERATOR(pg_catalog.=) $2;
+	END $$;
+	CREATE OPERATOR trap.= (LEFTARG = name, RIGHTARG = name, FUNCTION = trap.name_eq);
+	CREATE OPERATOR trap.= (LEFTARG = text, RIGHTARG = text, FUNCTION = trap.text_eq);
+	ALTER DATABASE evil SET search_path = trap, pg_catalog;
+});
+# a fresh worker picks up the database's settings at connection
+$node->safe_psql('postgres', q{
+	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	 WHERE backend_type = 'gen_durable worker' AND datname = 'evil';
+});
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) = 1 FROM pg_stat_activity
+		 WHERE backend_type = 'gen_durable worker' AND datname = 'evil'}),
+	"the worker of the owner's database is back");
+my $rounds = counter('maintenance_rounds');
+ok($node->poll_query_until('postgres',
+		"SELECT value >= $rounds + 2 FROM gen_durable.stats WHERE counter = 'maintenance_rounds'"),
+	'and has run rounds');
+is($node->safe_psql('postgres', "SELECT rolsuper FROM pg_roles WHERE rolname = 'dbo'"),
+	'f', "the owner's operator did not run with the worker's rights");
+
+# ---- a failed DROP DATABASE does not stop the worker ----
+$node->safe_psql('postgres', 'CREATE ROLE nobody LOGIN');
+my $evil_worker = $node->safe_psql('postgres', q{
+	SELECT pid FROM pg_stat_activity
+	 WHERE backend_type = 'gen_durable worker' AND datname = 'evil'});
+my ($rc) = $node->psql('postgres', 'SET ROLE nobody; DROP DATABASE evil');
+isnt($rc, 0, 'a role that is not the owner cannot drop the database');
+is( $node->safe_psql('postgres', q{
+		SELECT pid FROM pg_stat_activity
+		 WHERE backend_type = 'gen_durable worker' AND datname = 'evil'}),
+	$evil_worker, 'and its worker was not stopped');
 
 $node->stop;
 done_testing();
