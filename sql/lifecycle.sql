@@ -132,10 +132,10 @@ SELECT gen_durable.insert('parent', queue => 'jq') AS jp \gset
 SELECT gen_durable.insert('child', queue => 'jq_kids') AS jc1 \gset
 SELECT gen_durable.insert('child', queue => 'jq_kids') AS jc2 \gset
 SELECT gen_durable.insert('child', queue => 'jq_kids', max_attempts => 1) AS jc3 \gset
-UPDATE gen_durable.instances SET parent_id = :jp, child_index = id - :jc1
+UPDATE gen_durable.instances SET parent_id = :jp, child_index = id - :jc1, parent_round = 1
  WHERE id IN (:jc1, :jc2, :jc3);
 UPDATE gen_durable.instances SET status = 'awaiting_children', children_pending = 3,
-	   children_total = 3 WHERE id = :jp;
+	   children_total = 3, spawn_round = 1 WHERE id = :jp;
 -- a flushed done
 SELECT count(*) FROM gen_durable.pick('jq_kids', 'jw');
 SELECT applied FROM pg_temp.out1(:jc1, 'jw', 'done', '{"result": {"c": 1}}');

@@ -142,15 +142,15 @@ SELECT j.inbox = (SELECT jsonb_agg(jsonb_build_object('id', s.id, 'name', s.name
   FROM gen_durable.pick('eq', 'w4') j;
 
 -- children of a parent, dense in child_index order (set up directly here:
--- fan-out is not in 0.1.0)
+-- spawn itself is tested in spawn.sql)
 SELECT gen_durable.insert('parent', queue => 'cq') AS par \gset
 SELECT gen_durable.insert('child_b', queue => 'cq_kids') AS c1 \gset
 SELECT gen_durable.insert('child_a', queue => 'cq_kids') AS c0 \gset
-UPDATE gen_durable.instances SET parent_id = :par, child_index = 1,
+UPDATE gen_durable.instances SET parent_id = :par, child_index = 1, parent_round = 1,
 	   status = 'done', result = '{"ok": true}' WHERE id = :c1;
-UPDATE gen_durable.instances SET parent_id = :par, child_index = 0,
+UPDATE gen_durable.instances SET parent_id = :par, child_index = 0, parent_round = 1,
 	   status = 'failed', error = '{"reason": "boom"}' WHERE id = :c0;
-UPDATE gen_durable.instances SET children_total = 2 WHERE id = :par;
+UPDATE gen_durable.instances SET children_total = 2, spawn_round = 1 WHERE id = :par;
 SELECT jsonb_path_query_array(children, '$[*].index') AS indexes,
 	   jsonb_path_query_array(children, '$[*].status') AS statuses,
 	   jsonb_path_query_array(children, '$[*].result') AS results,

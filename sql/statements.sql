@@ -46,10 +46,10 @@ SELECT count(*) AS inserted FROM gen_durable.insert_many(
 	(SELECT jsonb_agg(jsonb_build_object('fsm', 'p', 'queue', 'pq')) FROM generate_series(1, 60)));
 SELECT count(*) AS inserted FROM gen_durable.insert_many(
 	(SELECT jsonb_agg(jsonb_build_object('fsm', 'e', 'queue', 'eq')) FROM generate_series(1, 51)));
-UPDATE gen_durable.instances SET children_total = 1 WHERE queue = 'eq';
+UPDATE gen_durable.instances SET children_total = 1, spawn_round = 1 WHERE queue = 'eq';
 WITH c AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM gen_durable.instances WHERE queue = 'pq'),
 	 p AS (SELECT id, row_number() OVER (ORDER BY id) AS n FROM gen_durable.instances WHERE queue = 'eq')
-UPDATE gen_durable.instances i SET parent_id = p.id, child_index = 0
+UPDATE gen_durable.instances i SET parent_id = p.id, child_index = 0, parent_round = 1
   FROM c JOIN p USING (n) WHERE i.id = c.id;
 
 ------------------------------------------------------------------------

@@ -37,16 +37,27 @@
 #include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
+#include "insert.h"
 #include "outcome.h"
 #include "settle.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_flush);
 
+/*
+ * The entries' instances and their parents, locked in one id order (I-23):
+ * a parent (lower id) is always locked before its children, by every
+ * flush, so that a child's join decrement or a first_error cancellation of
+ * its siblings never waits for a lock held by a flush of a sibling that
+ * waits for the parent.  (parent_id never changes, so reading it without a
+ * lock is safe.)
+ */
 static GdPlan lock_plan = {
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
-	"       parent_id, concurrency_key, presented, queue"
-	"  FROM gen_durable.instances WHERE id = ANY ($1)"
+	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round"
+	"  FROM gen_durable.instances"
+	" WHERE id = ANY ($1 || ARRAY(SELECT p.parent_id FROM gen_durable.instances p"
+	"                              WHERE p.id = ANY ($1) AND p.parent_id IS NOT NULL))"
 	" ORDER BY id FOR NO KEY UPDATE",
 	1,
 	{INT8ARRAYOID}
@@ -64,7 +75,7 @@ typedef enum UpdateCol
 	UC_ID, UC_WORKER, UC_STATUS, UC_STEP, UC_STATE, UC_ATTEMPT, UC_STEPS,
 	UC_ELIGIBLE_AT, UC_LEASE, UC_AWAITS, UC_KEEP_WAKE, UC_DEADLINE,
 	UC_SET_RATE, UC_RATE_LIMIT, UC_WEIGHT, UC_SET_KEY, UC_KEY,
-	UC_FSM_VERSION, UC_RESULT, UC_ERROR,
+	UC_FSM_VERSION, UC_RESULT, UC_ERROR, UC_CHILDREN, UC_JOIN, UC_SPAWN_ROUND,
 	UC_NCOLS
 } UpdateCol;
 
@@ -72,7 +83,7 @@ static const Oid update_col_types[UC_NCOLS] = {
 	INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT4OID, INT8OID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, BOOLOID, TIMESTAMPTZOID,
 	BOOLOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID,
-	INT4OID, JSONBOID, JSONBOID
+	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID
 };
 
 static GdPlan update_plan = {
@@ -96,10 +107,14 @@ static GdPlan update_plan = {
 	"                     pg_catalog.unnest($17::text[]), "
 	"                     pg_catalog.unnest($18::int4[]), "
 	"                     pg_catalog.unnest($19::jsonb[]), "
-	"                     pg_catalog.unnest($20::jsonb[]))"
+	"                     pg_catalog.unnest($20::jsonb[]), "
+	"                     pg_catalog.unnest($21::int4[]), "
+	"                     pg_catalog.unnest($22::text[]), "
+	"                     pg_catalog.unnest($23::int4[]))"
 	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
 	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
-	"         concurrency_key, fsm_version, result, error)"
+	"         concurrency_key, fsm_version, result, error, children, join_policy,"
+	"         spawn_round)"
 	"), u AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = o.status::gen_durable.status,"
@@ -127,7 +142,11 @@ static GdPlan update_plan = {
 	"         result = COALESCE(o.result, i.result),"
 	"         error = CASE WHEN o.status = 'done' THEN NULL"
 	"                      ELSE COALESCE(o.error, i.error) END,"
-	"         updated_at = $21"
+	"         children_pending = COALESCE(o.children, i.children_pending),"
+	"         children_total = COALESCE(o.children, i.children_total),"
+	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
+	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
+	"         updated_at = $24"
 	"    FROM o"
 	"   WHERE i.id = o.id AND i.locked_by = o.worker"
 	"  RETURNING i AS inst, o.status"
@@ -136,12 +155,13 @@ static GdPlan update_plan = {
 	"       CASE WHEN u.status = 'executing'"
 	"            THEN (SELECT pg_catalog.to_jsonb(j) FROM gen_durable._job(u.inst) j) END"
 	"  FROM u",
-	21,
+	24,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	JSONBARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
+	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
+	TIMESTAMPTZOID}
 };
 
 static GdPlan recheck_plan = {
@@ -171,6 +191,8 @@ typedef struct LockedRow
 	int64	   *presented;
 	int			npresented;
 	char	   *queue;
+	int32		spawn_round;
+	int32		parent_round;	/* the parent's round this child belongs to */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -181,6 +203,7 @@ typedef enum Action
 	ACT_CONTINUE,
 	ACT_RETRY,
 	ACT_AWAIT,
+	ACT_SPAWN,
 	ACT_DONE,
 	ACT_FAIL
 } Action;
@@ -196,6 +219,7 @@ typedef struct Entry
 	Datum		job;
 	bool		has_job;
 	Jsonb	   *error;			/* the error written, for engine-made failures */
+	int			landed;			/* spawn: children actually inserted */
 } Entry;
 
 /*
@@ -239,6 +263,9 @@ read_locked(int rows)
 			l->npresented = gd_array_int8(DatumGetArrayTypeP(d), "presented", false,
 										  &l->presented);
 		l->queue = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 11);
+		l->spawn_round = (int32) gd_result_int64(r, 12);
+		d = gd_result_datum(r, 13, &isnull);
+		l->parent_round = isnull ? 0 : DatumGetInt32(d);
 	}
 	return out;
 }
@@ -274,7 +301,8 @@ decide(Entry *e, LockedRow *rows, int nrows)
 {
 	Outcome    *o = e->o;
 	LockedRow  *r;
-	bool		changes_step = o->kind == OUTCOME_NEXT || o->kind == OUTCOME_AWAIT;
+	bool		changes_step = o->kind == OUTCOME_NEXT || o->kind == OUTCOME_AWAIT ||
+		o->kind == OUTCOME_SPAWN;
 
 	e->applied = "ok";
 	if (o->invalid)
@@ -331,6 +359,9 @@ decide(Entry *e, LockedRow *rows, int nrows)
 		case OUTCOME_AWAIT:
 			e->act = ACT_AWAIT;
 			break;
+		case OUTCOME_SPAWN:
+			e->act = ACT_SPAWN;
+			break;
 		case OUTCOME_DONE:
 			e->act = ACT_DONE;
 			break;
@@ -368,10 +399,12 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 	Outcome    *o = e->o;
 	LockedRow  *r = e->row;
 	Action		a = e->act;
-	bool		progress = a == ACT_NEXT || a == ACT_CONTINUE || a == ACT_AWAIT;
+	bool		progress = a == ACT_NEXT || a == ACT_CONTINUE || a == ACT_AWAIT ||
+		a == ACT_SPAWN;
 	bool		engine_fail = a == ACT_FAIL && o->kind != OUTCOME_FAIL;
 	static const char *const status_of[] = {
-		NULL, "runnable", "executing", "runnable", "awaiting_signal", "done", "failed"
+		NULL, "runnable", "executing", "runnable", "awaiting_signal",
+		"awaiting_children", "done", "failed"
 	};
 	int			c;
 
@@ -380,7 +413,15 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 
 	set_col(cols, UC_ID, Int64GetDatum(o->id), false);
 	set_col(cols, UC_WORKER, CStringGetTextDatum(o->worker), false);
-	set_col(cols, UC_STATUS, CStringGetTextDatum(status_of[a]), false);
+	/* a spawn whose children all were duplicates runs its next step at once */
+	set_col(cols, UC_STATUS, CStringGetTextDatum(a == ACT_SPAWN && e->landed == 0
+												 ? "runnable" : status_of[a]), false);
+	if (a == ACT_SPAWN)
+	{
+		set_col(cols, UC_CHILDREN, Int32GetDatum(e->landed), false);
+		set_col(cols, UC_JOIN, CStringGetTextDatum(o->first_error ? "first_error" : "all"), false);
+		set_col(cols, UC_SPAWN_ROUND, Int32GetDatum(r->spawn_round + 1), false);
+	}
 	if (progress)
 		set_col(cols, UC_STEP, CStringGetTextDatum(o->step), false);
 	if (o->state && !engine_fail && a != ACT_DONE && a != ACT_FAIL)
@@ -423,7 +464,7 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 	else
 	{
 		set_col(cols, UC_SET_KEY, BoolGetDatum(false), false);
-		if (a == ACT_AWAIT)
+		if (a == ACT_AWAIT || a == ACT_SPAWN)
 			set_col(cols, UC_WEIGHT, Float8GetDatum(1), false);
 	}
 	if (a == ACT_DONE)
@@ -438,8 +479,8 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 /* the counter of each action that committed */
 static const GdCounter committed_counter[] = {
 	GD_NCOUNTERS, GD_STAT_COMMITTED_NEXT, GD_STAT_COMMITTED_CONTINUE,
-	GD_STAT_COMMITTED_RETRY, GD_STAT_COMMITTED_AWAIT, GD_STAT_COMMITTED_DONE,
-	GD_STAT_COMMITTED_FAIL
+	GD_STAT_COMMITTED_RETRY, GD_STAT_COMMITTED_AWAIT, GD_STAT_COMMITTED_SPAWN,
+	GD_STAT_COMMITTED_DONE, GD_STAT_COMMITTED_FAIL
 };
 
 /*
@@ -480,6 +521,13 @@ after_commit(Entry *e, TimestampTz now)
 			gd_instance_settled(o->id);
 			if (o->has_timeout)
 				gd_deadline(gd_add_interval(now, &o->timeout));
+			break;
+		case ACT_SPAWN:
+			gd_count(GD_STAT_CHILDREN_SPAWNED, e->landed);
+			if (e->landed > 0)
+				gd_instance_settled(o->id);
+			else
+				gd_queue_runnable(e->row->queue);
 			break;
 		case ACT_CONTINUE:
 			gd_deadline(o->has_lease ? gd_add_interval(now, &o->lease)
@@ -559,6 +607,66 @@ entry_by_id(Entry **byid, int n, int64 id)
 }
 
 /*
+ * spawn_children inserts the children of every spawn entry with one batch
+ * (children go to their own queues with their own options; correlation
+ * duplicates do not land) and records how many landed per parent: the
+ * number its join waits for (D12, I-26).  The parents are locked already
+ * (I-7), so a reaper cannot take them back meanwhile.
+ */
+static void
+spawn_children(Entry *entries, int n, TimestampTz now)
+{
+	InsertSpec *specs;
+	InsertResult result;
+	int			total = 0;
+	int			k = 0;
+	int			i;
+	int			c;
+
+	for (i = 0; i < n; i++)
+		if (entries[i].act == ACT_SPAWN)
+			total += entries[i].o->nchildren;
+	if (total == 0)
+		return;
+	if (total > GD_MAX_BATCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the spawns of one flush have %d children, more than the limit of %d",
+						total, GD_MAX_BATCH),
+				 errhint("Flush the spawning outcomes in smaller batches.")));
+
+	specs = palloc(sizeof(InsertSpec) * total);
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+
+		if (e->act != ACT_SPAWN)
+			continue;
+		for (c = 0; c < e->o->nchildren; c++)
+		{
+			specs[k] = e->o->children[c];
+			specs[k].parent_id = e->o->id;
+			specs[k].child_index = c;
+			specs[k].parent_round = e->row->spawn_round + 1;
+			k++;
+		}
+	}
+	gd_insert_specs(specs, total, now, &result);
+
+	k = 0;
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+
+		if (e->act != ACT_SPAWN)
+			continue;
+		for (c = 0; c < e->o->nchildren; c++, k++)
+			if (result.created[k])
+				e->landed++;
+	}
+}
+
+/*
  * apply runs statements 3 to 6 for the decided entries; byid indexes the
  * valid ones by id.
  */
@@ -588,7 +696,8 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 	/* 3. consume the signals handed to progressing steps */
 	consumed = palloc(sizeof(int64) * ncap);
 	for (i = 0; i < n; i++)
-		if (entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE)
+		if (entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE ||
+			entries[i].act == ACT_SPAWN)
 		{
 			memcpy(consumed + nconsumed, entries[i].row->presented,
 				   sizeof(int64) * entries[i].row->npresented);
@@ -600,7 +709,10 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 		gd_execute(&consume_plan, values, nulls, SPI_OK_DELETE);
 	}
 
-	/* 4. one guarded UPDATE for every applied entry */
+	/* 4a. the children of spawns, in one batch (insert.c) */
+	spawn_children(entries, n, now);
+
+	/* 4b. one guarded UPDATE for every applied entry */
 	for (c = 0; c < UC_NCOLS; c++)
 	{
 		cols.v[c] = palloc(sizeof(Datum) * ncap);
@@ -635,7 +747,8 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 		if (e->act == ACT_AWAIT)
 			parked[nparked++] = e->o->id;
 		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
-			gd_settled_add(&settled, e->o->id, e->row->parent);
+			gd_settled_add(&settled, e->o->id, e->row->parent, e->row->parent_round,
+						   e->act == ACT_FAIL);
 	}
 
 	/* 5. a parked instance whose signal already arrived wakes at once */
@@ -679,7 +792,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 
 	gd_require_read_committed("flush");
 	arg = gd_arg_jsonb(fcinfo, 0, "outcomes");
-	outcomes = gd_parse_outcomes(arg, &n);
+	outcomes = gd_parse_outcomes(arg, now, &n);
 	InitMaterializedSRF(fcinfo, 0);
 
 	entries = palloc0(sizeof(Entry) * Max(n, 1));

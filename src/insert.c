@@ -82,10 +82,12 @@ static GdPlan draw_ids_plan = {
  * (I-21); it returns the ids that were created, the rest were duplicates.
  */
 static GdPlan insert_many_plan = {
-	"INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ") OVERRIDING SYSTEM VALUE"
+	"INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ","
+	"  parent_id, child_index, parent_round) OVERRIDING SYSTEM VALUE"
 	"  SELECT id, fsm, fsm_version, step, state, queue, priority::int2, eligible_at,"
 	"         correlation_key, pg_catalog.string_to_array(scope, ',')::gen_durable.status[],"
-	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $17, $17"
+	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $20, $20,"
+	"         parent_id, child_index, parent_round"
 	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]),"
 	"                    pg_catalog.unnest($3::int4[]), pg_catalog.unnest($4::text[]),"
 	"                    pg_catalog.unnest($5::jsonb[]), pg_catalog.unnest($6::text[]),"
@@ -93,18 +95,21 @@ static GdPlan insert_many_plan = {
 	"                    pg_catalog.unnest($9::text[]), pg_catalog.unnest($10::text[]),"
 	"                    pg_catalog.unnest($11::text[]), pg_catalog.unnest($12::text[]),"
 	"                    pg_catalog.unnest($13::float8[]), pg_catalog.unnest($14::int4[]),"
-	"                    pg_catalog.unnest($15::int4[]), pg_catalog.unnest($16::jsonb[]))"
+	"                    pg_catalog.unnest($15::int4[]), pg_catalog.unnest($16::jsonb[]),"
+	"                    pg_catalog.unnest($17::int8[]), pg_catalog.unnest($18::int4[]),"
+	"                    pg_catalog.unnest($19::int4[]))"
 	"      AS s(id, fsm, fsm_version, step, state, queue, priority, eligible_at,"
 	"           correlation_key, scope, concurrency_key, rate_limit, weight,"
-	"           max_attempts, max_steps, metadata)"
+	"           max_attempts, max_steps, metadata, parent_id, child_index, parent_round)"
 	"   ORDER BY correlation_key, id"
 	INSERT_CONFLICT
 	" RETURNING id",
-	17,
+	20,
 	{INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID,
-	INT4ARRAYOID, JSONBARRAYOID, TIMESTAMPTZOID}
+		INT4ARRAYOID, JSONBARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+	TIMESTAMPTZOID}
 };
 
 /* the occupants of keys whose duplicates had no winner inside the batch */
@@ -554,10 +559,12 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 /*
  * Parallel arrays of a batch of specs, the parameters of insert_many_plan.
  */
+#define SPEC_NCOLS	19
+
 typedef struct SpecColumns
 {
-	Datum	   *col[16];
-	bool	   *null[16];
+	Datum	   *col[SPEC_NCOLS];
+	bool	   *null[SPEC_NCOLS];
 } SpecColumns;
 
 /*
@@ -568,7 +575,7 @@ spec_columns_set(SpecColumns *c, int i, int64 id, InsertSpec *s)
 {
 	int			k;
 
-	for (k = 0; k < 16; k++)
+	for (k = 0; k < SPEC_NCOLS; k++)
 		c->null[k][i] = false;
 	c->col[0][i] = Int64GetDatum(id);
 	c->col[1][i] = CStringGetTextDatum(s->fsm);
@@ -591,13 +598,17 @@ spec_columns_set(SpecColumns *c, int i, int64 id, InsertSpec *s)
 	c->col[14][i] = Int32GetDatum(s->max_steps);
 	c->null[15][i] = s->metadata == NULL;
 	c->col[15][i] = s->metadata ? JsonbPGetDatum(s->metadata) : (Datum) 0;
+	c->null[16][i] = c->null[17][i] = c->null[18][i] = s->parent_id == 0;
+	c->col[16][i] = Int64GetDatum(s->parent_id);
+	c->col[17][i] = Int32GetDatum(s->child_index);
+	c->col[18][i] = Int32GetDatum(s->parent_round);
 }
 
 /* element types of the sixteen parallel arrays */
-static const Oid spec_column_types[16] = {
+static const Oid spec_column_types[SPEC_NCOLS] = {
 	INT8OID, TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
 	TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID,
-	INT4OID, JSONBOID
+	INT4OID, JSONBOID, INT8OID, INT4OID, INT4OID
 };
 
 /* a keyed spec of a batch, for matching duplicates with their occupants */
@@ -700,9 +711,65 @@ resolve_duplicates(InsertSpec *specs, int n, int64 *ids, bool *created, bool *id
 }
 
 /*
+ * gd_insert_specs inserts a batch of validated specs with at most three
+ * statements (draw ids, insert, look up occupants of duplicates) and
+ * records what each commit means (note_created).  SPI must be connected;
+ * the result arrays live in the current memory context.
+ */
+void
+gd_insert_specs(InsertSpec *specs, int n, TimestampTz now, InsertResult *result)
+{
+	SpecColumns cols;
+	Datum		values[SPEC_NCOLS + 1];
+	int64	   *made;
+	int			nmade;
+	int			i;
+	int			k;
+
+	result->ids = palloc(sizeof(int64) * Max(n, 1));
+	result->created = palloc(sizeof(bool) * Max(n, 1));
+	result->idnull = palloc0(sizeof(bool) * Max(n, 1));
+	if (n == 0)
+		return;
+
+	values[0] = Int32GetDatum(n);
+	if (gd_execute(&draw_ids_plan, values, NULL, SPI_OK_SELECT) != n)
+		elog(ERROR, "could not draw %d instance ids", n);
+	for (i = 0; i < n; i++)
+		result->ids[i] = gd_result_int64(i, 1);
+
+	for (k = 0; k < SPEC_NCOLS; k++)
+	{
+		cols.col[k] = palloc(sizeof(Datum) * n);
+		cols.null[k] = palloc(sizeof(bool) * n);
+	}
+	for (i = 0; i < n; i++)
+		spec_columns_set(&cols, i, result->ids[i], &specs[i]);
+	for (k = 0; k < SPEC_NCOLS; k++)
+		values[k] = PointerGetDatum(gd_array(cols.col[k], cols.null[k], n,
+											 spec_column_types[k]));
+	values[SPEC_NCOLS] = TimestampTzGetDatum(now);
+	nmade = gd_execute(&insert_many_plan, values, NULL, SPI_OK_INSERT_RETURNING);
+
+	made = palloc(sizeof(int64) * Max(nmade, 1));
+	for (i = 0; i < nmade; i++)
+		made[i] = gd_result_int64(i, 1);
+	qsort(made, nmade, sizeof(int64), compare_int64);
+	for (i = 0; i < n; i++)
+	{
+		result->created[i] = bsearch(&result->ids[i], made, nmade, sizeof(int64),
+									 compare_int64) != NULL;
+		if (result->created[i])
+			note_created(&specs[i], now);
+	}
+	gd_count(GD_STAT_DUPLICATES, n - nmade);
+	if (nmade < n)
+		resolve_duplicates(specs, n, result->ids, result->created, result->idnull);
+}
+
+/*
  * gen_durable_insert_many implements gen_durable.insert_many(specs): one
- * row (ord, id, created) per input spec, in input order.  Three statements
- * at most: draw ids, insert, and look up occupants of duplicates.
+ * row (ord, id, created) per input spec, in input order.
  */
 Datum
 gen_durable_insert_many(PG_FUNCTION_ARGS)
@@ -711,16 +778,9 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	Jsonb	   *specs_arg = gd_arg_jsonb(fcinfo, 0, "specs");
 	InsertSpec *specs;
-	SpecColumns cols;
-	Datum		values[17];
-	int64	   *ids;
-	int64	   *made;
-	bool	   *created;
-	bool	   *idnull;
+	InsertResult result;
 	int			n;
-	int			nmade;
 	int			i;
-	int			k;
 
 	n = gd_json_batch_array(specs_arg, "specs", "insert specs",
 							"[{\"fsm\": \"mail\", \"state\": {\"to\": \"a@b\"}}]");
@@ -739,50 +799,17 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 	}
 
 	gd_connect();
-	values[0] = Int32GetDatum(n);
-	if (gd_execute(&draw_ids_plan, values, NULL, SPI_OK_SELECT) != n)
-		elog(ERROR, "could not draw %d instance ids", n);
-	ids = palloc(sizeof(int64) * n);
-	for (i = 0; i < n; i++)
-		ids[i] = gd_result_int64(i, 1);
-
-	for (k = 0; k < 16; k++)
-	{
-		cols.col[k] = palloc(sizeof(Datum) * n);
-		cols.null[k] = palloc(sizeof(bool) * n);
-	}
-	for (i = 0; i < n; i++)
-		spec_columns_set(&cols, i, ids[i], &specs[i]);
-	for (k = 0; k < 16; k++)
-		values[k] = PointerGetDatum(gd_array(cols.col[k], cols.null[k], n,
-											 spec_column_types[k]));
-	values[16] = TimestampTzGetDatum(now);
-	nmade = gd_execute(&insert_many_plan, values, NULL, SPI_OK_INSERT_RETURNING);
-
-	made = palloc(sizeof(int64) * Max(nmade, 1));
-	for (i = 0; i < nmade; i++)
-		made[i] = gd_result_int64(i, 1);
-	qsort(made, nmade, sizeof(int64), compare_int64);
-	created = palloc(sizeof(bool) * n);
-	idnull = palloc0(sizeof(bool) * n);
-	for (i = 0; i < n; i++)
-		created[i] = bsearch(&ids[i], made, nmade, sizeof(int64), compare_int64) != NULL;
-	for (i = 0; i < n; i++)
-		if (created[i])
-			note_created(&specs[i], now);
-	gd_count(GD_STAT_DUPLICATES, n - nmade);
-	if (nmade < n)
-		resolve_duplicates(specs, n, ids, created, idnull);
+	gd_insert_specs(specs, n, now, &result);
 
 	/* emit before SPI_finish, which frees what was allocated since gd_connect */
 	for (i = 0; i < n; i++)
 	{
 		Datum		out[3];
-		bool		outnull[3] = {false, idnull[i], false};
+		bool		outnull[3] = {false, result.idnull[i], false};
 
 		out[0] = Int32GetDatum(i);
-		out[1] = Int64GetDatum(ids[i]);
-		out[2] = BoolGetDatum(created[i]);
+		out[1] = Int64GetDatum(result.ids[i]);
+		out[2] = BoolGetDatum(result.created[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, outnull);
 	}
 	gd_finish();

@@ -35,9 +35,22 @@ typedef struct InsertSpec
 	int32		max_attempts;	/* >= 1 */
 	int32		max_steps;		/* >= 1, or 0 for no budget */
 	Jsonb	   *metadata;		/* a JSON object, or NULL */
+	int64		parent_id;		/* spawned children: the parent, else 0 */
+	int32		child_index;	/* spawned children: position in the round */
+	int32		parent_round;	/* spawned children: the parent's round */
 } InsertSpec;
+
+/* what inserting a batch of specs did, per spec */
+typedef struct InsertResult
+{
+	int64	   *ids;			/* the new id, or the occupying one */
+	bool	   *created;
+	bool	   *idnull;			/* no id: a duplicate whose occupant is gone */
+} InsertResult;
 
 extern void gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now,
 							  InsertSpec *spec);
+extern void gd_insert_specs(InsertSpec *specs, int n, TimestampTz now,
+							InsertResult *result);
 
 #endif							/* GD_INSERT_H */

@@ -39,14 +39,27 @@
 
 PG_FUNCTION_INFO_V1(gen_durable_run_maintenance);
 
+/*
+ * The reaper locks its candidates and their parents in one id order with
+ * SKIP LOCKED (parents first: the order every flush uses), and fails a
+ * child that ran out of attempts only when it holds the child's parent,
+ * whose join it then updates (settle.c); such a child whose parent is busy
+ * waits for a later round.
+ */
 static GdPlan reaper_plan = {
-	"WITH l AS ("
-	"  SELECT id, lease_expires_at >= $1 AS disconnected FROM gen_durable.instances"
+	"WITH c AS ("
+	"  SELECT id, parent_id, lease_expires_at >= $1 AS disconnected"
+	"    FROM gen_durable.instances"
 	"   WHERE status = 'executing'"
 	"     AND (lease_expires_at < $1"
 	"          OR ($3 AND claim_session IS NOT NULL"
 	"              AND NOT gen_durable._session_alive(claim_session)))"
-	"   ORDER BY id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
+	"   ORDER BY id LIMIT $2"
+	"), l AS ("
+	"  SELECT i.id FROM gen_durable.instances i"
+	"   WHERE i.id = ANY (ARRAY(SELECT id FROM c)"
+	"                     || ARRAY(SELECT parent_id FROM c WHERE parent_id IS NOT NULL))"
+	"   ORDER BY i.id FOR NO KEY UPDATE SKIP LOCKED"
 	")"
 	"UPDATE gen_durable.instances i"
 	"   SET attempt = i.attempt + 1,"
@@ -60,10 +73,15 @@ static GdPlan reaper_plan = {
 	"       timed_out = i.timed_out AND i.attempt + 1 < i.max_attempts,"
 	"       locked_by = NULL, lease_expires_at = NULL, concurrency_shard = NULL,"
 	"       presented = NULL, claim_session = NULL, updated_at = $1"
-	"  FROM l"
-	" WHERE i.id = l.id AND i.status = 'executing'"
-	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, l.disconnected,"
-	"           i.concurrency_key IS NOT NULL",
+	"  FROM c"
+	" WHERE i.id = c.id AND i.id IN (SELECT id FROM l) AND i.status = 'executing'"
+	"   AND (i.lease_expires_at < $1"
+	"        OR ($3 AND i.claim_session IS NOT NULL"
+	"            AND NOT gen_durable._session_alive(i.claim_session)))"
+	"   AND (i.attempt + 1 < i.max_attempts OR i.parent_id IS NULL"
+	"        OR i.parent_id IN (SELECT id FROM l))"
+	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, c.disconnected,"
+	"           i.concurrency_key IS NOT NULL, i.parent_round",
 	3,
 	{TIMESTAMPTZOID, INT4OID, BOOLOID}
 };
@@ -135,7 +153,11 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 		if (DatumGetBool(gd_result_datum(i, 6, &isnull)))
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
 		parent = gd_result_datum(i, 3, &isnull);
-		gd_settled_add(&settled, gd_result_int64(i, 1), isnull ? 0 : DatumGetInt64(parent));
+		if (isnull)
+			gd_settled_add(&settled, gd_result_int64(i, 1), 0, 0, true);
+		else
+			gd_settled_add(&settled, gd_result_int64(i, 1), DatumGetInt64(parent),
+						   DatumGetInt32(gd_result_datum(i, 7, &isnull)), true);
 	}
 	gd_count(GD_STAT_REAPED, counts->reaped);
 	gd_count(GD_STAT_LEASE_FAILED, counts->lease_failed);

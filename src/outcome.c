@@ -21,6 +21,7 @@
 
 #include "args.h"
 #include "gen_durable.h"
+#include "insert.h"
 #include "outcome.h"
 
 static const char *const next_keys[] = {
@@ -32,6 +33,9 @@ static const char *const retry_keys[] = {
 };
 static const char *const await_keys[] = {
 	"id", "worker", "kind", "names", "step", "state", "timeout", NULL
+};
+static const char *const spawn_keys[] = {
+	"id", "worker", "kind", "children", "step", "state", "join", NULL
 };
 static const char *const done_keys[] = {
 	"id", "worker", "kind", "result", NULL
@@ -162,6 +166,83 @@ parse_await(JsonbContainer *obj, Outcome *o)
 	return NULL;
 }
 
+/* the time specs of spawned children count their delays from */
+static TimestampTz parse_now;
+
+/*
+ * parse_children reads the insert specs of a spawn.  A bad spec makes the
+ * entry invalid rather than failing the flush: the spec parser raises
+ * errors (insert_many wants them), so they are caught here.  Parsing
+ * touches no shared state, so no subtransaction is needed.
+ */
+static char *
+parse_children(JsonbValue *v, Outcome *o)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	char	   *problem = NULL;
+	JsonbContainer *c;
+	int			i;
+
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		return pstrdup("\"children\" must be an array of insert specs");
+	c = v->val.binary.data;
+	o->nchildren = JsonContainerSize(c);
+	if (o->nchildren > GD_MAX_BATCH)
+		return psprintf("\"children\" has more than %d specs", GD_MAX_BATCH);
+	o->children = palloc0(sizeof(InsertSpec) * Max(o->nchildren, 1));
+	PG_TRY();
+	{
+		for (i = 0; i < o->nchildren; i++)
+		{
+			JsonbValue *e = getIthJsonbValueFromContainer(c, i);
+
+			if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
+				ereport(ERROR,
+						(errmsg("insert spec at position %d: must be a JSON object", i)));
+			gd_spec_from_json(e->val.binary.data, i, parse_now, &o->children[i]);
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		problem = psprintf("\"children\": %s", edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return problem;
+}
+
+/*
+ * parse_spawn reads a "spawn" entry: the children, the step the parent
+ * runs once they have all settled, its state and the join policy.
+ */
+static char *
+parse_spawn(JsonbContainer *obj, Outcome *o)
+{
+	JsonbValue *v;
+	char	   *problem;
+	char	   *join;
+
+	if ((v = gd_json_field(obj, "children")) == NULL)
+		return pstrdup("\"children\" is required");
+	if ((problem = parse_step(obj, o)) || (problem = parse_state(obj, o)))
+		return problem;
+	if ((v = gd_json_field(obj, "join")) != NULL && !gd_json_is_null(v))
+	{
+		if ((problem = gd_json_name(v, "join", &join)))
+			return problem;
+		if (strcmp(join, "first_error") == 0)
+			o->first_error = true;
+		else if (strcmp(join, "all") != 0)
+			return pstrdup("\"join\" must be \"all\" or \"first_error\"");
+	}
+	return parse_children(gd_json_field(obj, "children"), o);
+}
+
 /*
  * parse_done reads a "done" entry: the optional result (default {}).
  */
@@ -203,6 +284,7 @@ static const KindDef kinds[] = {
 	{"next", OUTCOME_NEXT, next_keys, parse_next},
 	{"retry", OUTCOME_RETRY, retry_keys, parse_retry},
 	{"await", OUTCOME_AWAIT, await_keys, parse_await},
+	{"spawn", OUTCOME_SPAWN, spawn_keys, parse_spawn},
 	{"done", OUTCOME_DONE, done_keys, parse_done},
 	{"fail", OUTCOME_FAIL, fail_keys, parse_fail},
 };
@@ -242,7 +324,7 @@ parse_one(JsonbValue *e, Outcome *o)
 		if (strcmp(kinds[k].name, kind) == 0)
 			def = &kinds[k];
 	if (def == NULL)
-		return psprintf("unknown kind \"%.64s\" (expected next, retry, await, done or fail)", kind);
+		return psprintf("unknown kind \"%.64s\" (expected next, retry, await, spawn, done or fail)", kind);
 	o->kind = def->kind;
 	if ((problem = gd_json_unknown_key(obj, def->keys)))
 		return psprintf("%s for kind %s", problem, def->name);
@@ -254,7 +336,7 @@ parse_one(JsonbValue *e, Outcome *o)
  * its entries in input order.
  */
 Outcome *
-gd_parse_outcomes(Jsonb *outcomes, int *n)
+gd_parse_outcomes(Jsonb *outcomes, TimestampTz now, int *n)
 {
 	Outcome    *out;
 	int			count;
@@ -263,6 +345,7 @@ gd_parse_outcomes(Jsonb *outcomes, int *n)
 	count = gd_json_batch_array(outcomes, "outcomes", "outcome objects",
 								"[{\"id\": 1, \"worker\": \"w1\", \"kind\": \"done\"}]");
 
+	parse_now = now;
 	out = palloc0(sizeof(Outcome) * Max(count, 1));
 	for (i = 0; i < count; i++)
 		out[i].invalid = parse_one(getIthJsonbValueFromContainer(&outcomes->root, i), &out[i]);

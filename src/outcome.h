@@ -21,6 +21,7 @@ typedef enum OutcomeKind
 	OUTCOME_NEXT,
 	OUTCOME_RETRY,
 	OUTCOME_AWAIT,
+	OUTCOME_SPAWN,
 	OUTCOME_DONE,
 	OUTCOME_FAIL
 } OutcomeKind;
@@ -56,11 +57,16 @@ typedef struct Outcome
 	bool		has_timeout;
 	Interval	timeout;
 
+	/* spawn */
+	struct InsertSpec *children;	/* parsed specs, parent fields unset */
+	int			nchildren;
+	bool		first_error;	/* join policy first_error (else all) */
+
 	/* done, fail, retry */
 	Jsonb	   *result;
 	Jsonb	   *error;			/* NULL = none given */
 } Outcome;
 
-extern Outcome *gd_parse_outcomes(Jsonb *outcomes, int *n);
+extern Outcome *gd_parse_outcomes(Jsonb *outcomes, TimestampTz now, int *n);
 
 #endif							/* GD_OUTCOME_H */

@@ -33,6 +33,8 @@ static const char *const counter_names[GD_NCOUNTERS] = {
 	"committed_continue",
 	"committed_retry",
 	"committed_await",
+	"committed_spawn",
+	"children_spawned",
 	"committed_done",
 	"committed_fail",
 	"stale_outcomes",
