@@ -126,6 +126,20 @@ static GdPlan end_trees_plan = {
 };
 
 /*
+ * The live children of instances just ended.  end_trees_plan finds a
+ * subtree on the snapshot it started with, before it waited for locks; a
+ * spawn that committed while it waited added children it cannot see.  A
+ * new statement sees them (the spawn locked its parent, which is ended and
+ * locked by now, so no later spawn can add more).
+ */
+static GdPlan live_children_plan = {
+	"SELECT id FROM gen_durable.instances"
+	" WHERE parent_id = ANY ($1) AND status NOT IN ('done', 'failed', 'cancelled')",
+	1,
+	{INT8ARRAYOID}
+};
+
+/*
  * gd_settled_init prepares an empty set with room for cap instances.
  */
 void
@@ -186,6 +200,9 @@ gd_end_trees(int64 *roots, int nroots, bool fail_roots, const char *reason,
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	int			rows;
 	int			i;
+	int			first = out->n;
+	int			late;
+	int64	   *orphans;
 
 	if (nroots == 0)
 		return 0;
@@ -213,7 +230,18 @@ gd_end_trees(int64 *roots, int nroots, bool fail_roots, const char *reason,
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5));
 	}
 	gd_count(GD_STAT_CANCELLED, rows);
-	return rows;
+
+	/* children that a spawn committed while this statement waited */
+	if (rows == 0)
+		return 0;
+	values[0] = PointerGetDatum(gd_int8_array(out->ids + first, out->n - first));
+	late = gd_execute(&live_children_plan, values, NULL, SPI_OK_SELECT);
+	if (late == 0)
+		return rows;
+	orphans = palloc(sizeof(int64) * late);
+	for (i = 0; i < late; i++)
+		orphans[i] = gd_result_int64(i, 1);
+	return rows + gd_end_trees(orphans, late, false, "an ancestor ended", now, out);
 }
 
 /*
