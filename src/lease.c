@@ -8,9 +8,9 @@
  *		a missing id tells the worker to stop that step (its outcome would
  *		be stale).  release hands claims back to runnable without counting
  *		an attempt (graceful shutdown, SEMANTICS T16), keeping the rows'
- *		place in the queue.  Both lock in id order; release skips rows that
- *		are locked right now (I-22), heartbeat waits for them so that a busy
- *		row is never reported as lost.
+ *		place in the queue.  Both lock in id order and skip rows that are
+ *		locked right now (I-22); heartbeat reports such a busy row as still
+ *		owned when it was owned before the lock (never as lost).
  *
  * IDENTIFICATION
  *		src/lease.c
@@ -31,15 +31,26 @@
 PG_FUNCTION_INFO_V1(gen_durable_heartbeat);
 PG_FUNCTION_INFO_V1(gen_durable_release);
 
+/*
+ * Rows locked right now (a flush, a cancel or a cascade in progress) are
+ * skipped, not waited for: a heartbeat must never take part in a lock
+ * cycle.  They are reported as still owned when the snapshot says so; if
+ * the transaction holding them ends the claim, the next heartbeat says so.
+ */
 static GdPlan heartbeat_plan = {
 	"WITH l AS ("
 	"  SELECT id FROM gen_durable.instances"
 	"   WHERE id = ANY ($1) AND locked_by = $2"
-	"   ORDER BY id FOR NO KEY UPDATE"
+	"   ORDER BY id FOR NO KEY UPDATE SKIP LOCKED"
+	"), u AS ("
+	"  UPDATE gen_durable.instances i SET lease_expires_at = $3, updated_at = $4"
+	"    FROM l WHERE i.id = l.id AND i.locked_by = $2 AND i.status = 'executing'"
+	"  RETURNING i.id"
 	")"
-	"UPDATE gen_durable.instances i SET lease_expires_at = $3, updated_at = $4"
-	"  FROM l WHERE i.id = l.id AND i.locked_by = $2 AND i.status = 'executing'"
-	" RETURNING i.id",
+	"SELECT id FROM u"
+	" UNION ALL "
+	"SELECT id FROM gen_durable.instances"
+	" WHERE id = ANY ($1) AND locked_by = $2 AND id NOT IN (SELECT id FROM l)",
 	4,
 	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 };
@@ -106,7 +117,7 @@ gen_durable_heartbeat(PG_FUNCTION_ARGS)
 	/* room for the answer outside SPI's memory, which SPI_finish frees */
 	owned = palloc(sizeof(int64) * Max(n, 1));
 	gd_connect();
-	rows = n == 0 ? 0 : gd_execute(&heartbeat_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
+	rows = n == 0 ? 0 : gd_execute(&heartbeat_plan, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < rows; i++)
 		owned[i] = gd_result_int64(i, 1);
 	gd_count(GD_STAT_HEARTBEATS, rows);

@@ -208,6 +208,10 @@ parse_children(JsonbValue *v, Outcome *o)
 
 		MemoryContextSwitchTo(oldcontext);
 		edata = CopyErrorData();
+		/* bad input is the entry's problem; anything else (out of memory, a
+		 * cancel) is the call's */
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+			PG_RE_THROW();
 		FlushErrorState();
 		problem = psprintf("\"children\": %s", edata->message);
 		FreeErrorData(edata);

@@ -57,6 +57,9 @@
  * on yet (its row is locked by a flush in progress) does not spin */
 #define GD_MIN_SLEEP_MS		10
 
+/* the longest wait of a reaper sweep for a lock (a first_error cascade) */
+#define GD_SWEEP_LOCK_TIMEOUT	"100ms"
+
 /* how far each due-time scan reaches back into the previous one's window */
 #define GD_DUE_OVERLAP_MS	1000
 
@@ -148,6 +151,14 @@ sweep_reaper(Round *r)
 {
 	SweepCounts counts = {0};
 
+	/*
+	 * A child that runs out of attempts may end a first_error round, whose
+	 * cascade locks the siblings; the worker must not wait behind (or
+	 * deadlock with) a transaction holding one: it gives up after a short
+	 * wait, and the round retries the sweep.
+	 */
+	(void) set_config_option("lock_timeout", GD_SWEEP_LOCK_TIMEOUT, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	gd_sweep_reaper(r->now, true, &counts);
 }
 
