@@ -45,22 +45,50 @@
 PG_FUNCTION_INFO_V1(gen_durable_flush);
 
 /*
- * The entries' instances and their parents, locked in one id order (I-23):
- * a parent (lower id) is always locked before its children, by every
- * flush, so that a child's join decrement or a first_error cancellation of
- * its siblings never waits for a lock held by a flush of a sibling that
- * waits for the parent.  (parent_id never changes, so reading it without a
- * lock is safe.)
+ * Every row the flush may write, locked in one id order before anything
+ * is written (I-23), so that flushes never wait for each other in a cycle:
+ * - the entries' instances;
+ * - their parents (a parent has a lower id than its children, so every
+ *   locker that takes a child's parent first is serialized on the parent);
+ * - when an entry will end as failed (kind fail, a retry with no attempts
+ *   left, a step change beyond max_steps) under a first_error parent still
+ *   waiting for that round: the round's live children and their
+ *   descendants, which the join will cancel (settle.c).
+ * The rows are read without a lock to find them (parent_id never changes;
+ * an entry's counters change only through its owner, this flush), then
+ * locked; a spawn that commits meanwhile adds children settle.c finds by
+ * looking again.
  */
 static GdPlan lock_plan = {
+	"WITH RECURSIVE ent AS ("
+	"  SELECT i.parent_id, i.parent_round, k.kind, i.attempt, i.max_attempts,"
+	"         i.steps, i.max_steps"
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]))"
+	"         AS k(id, kind)"
+	"    JOIN gen_durable.instances i ON i.id = k.id"
+	"), doomed AS ("
+	"  SELECT c.id FROM ent e"
+	"    JOIN gen_durable.instances p ON p.id = e.parent_id"
+	"    JOIN gen_durable.instances c ON c.parent_id = p.id AND c.parent_round = p.spawn_round"
+	"   WHERE p.join_policy = 'first_error' AND p.status = 'awaiting_children'"
+	"     AND p.spawn_round = e.parent_round"
+	"     AND c.status NOT IN ('done', 'failed', 'cancelled')"
+	"     AND (e.kind = 'fail'"
+	"          OR (e.kind = 'retry' AND e.attempt + 1 >= e.max_attempts)"
+	"          OR (e.kind IN ('next', 'await', 'spawn')"
+	"              AND e.max_steps IS NOT NULL AND e.steps + 1 > e.max_steps))"
+	"  UNION"
+	"  SELECT c.id FROM doomed d JOIN gen_durable.instances c ON c.parent_id = d.id"
+	"   WHERE c.status NOT IN ('done', 'failed', 'cancelled')"
+	")"
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
 	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round"
 	"  FROM gen_durable.instances"
-	" WHERE id = ANY ($1 || ARRAY(SELECT p.parent_id FROM gen_durable.instances p"
-	"                              WHERE p.id = ANY ($1) AND p.parent_id IS NOT NULL))"
+	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
+	"                    || ARRAY(SELECT id FROM doomed))"
 	" ORDER BY id FOR NO KEY UPDATE",
-	1,
-	{INT8ARRAYOID}
+	2,
+	{INT8ARRAYOID, TEXTARRAYOID}
 };
 
 static GdPlan consume_plan = {
@@ -806,9 +834,13 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	gd_connect();
 	if (nvalid > 0)
 	{
-		Datum		values[1];
+		Datum		values[2];
+		Datum	   *kinds = palloc(sizeof(Datum) * nvalid);
 
+		for (i = 0; i < nvalid; i++)
+			kinds[i] = CStringGetTextDatum(gd_outcome_kind_name(byid[i]->o->kind));
 		values[0] = PointerGetDatum(gd_int8_array(ids, nvalid));
+		values[1] = PointerGetDatum(gd_array(kinds, NULL, nvalid, TEXTOID));
 		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 		rows = read_locked(nrows);
 	}

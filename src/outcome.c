@@ -294,6 +294,21 @@ static const KindDef kinds[] = {
 };
 
 /*
+ * gd_outcome_kind_name returns the name of a kind, as written in outcomes.
+ */
+const char *
+gd_outcome_kind_name(OutcomeKind kind)
+{
+	int			k;
+
+	for (k = 0; k < lengthof(kinds); k++)
+		if (kinds[k].kind == kind)
+			return kinds[k].name;
+	elog(ERROR, "unknown outcome kind %d", (int) kind);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
  * parse_one validates one element of the outcomes array, returning why it
  * is invalid or NULL.
  */

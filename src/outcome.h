@@ -67,6 +67,7 @@ typedef struct Outcome
 	Jsonb	   *error;			/* NULL = none given */
 } Outcome;
 
+extern const char *gd_outcome_kind_name(OutcomeKind kind);
 extern Outcome *gd_parse_outcomes(Jsonb *outcomes, TimestampTz now, int *n);
 
 #endif							/* GD_OUTCOME_H */
