@@ -485,5 +485,22 @@ SELECT status, pending FROM pg_temp.st(:p13);
 SELECT * FROM pg_temp.out1(:k130, 'w13k', 'done');
 SELECT status, pending FROM pg_temp.st(:p13);
 
+-- 14. first_error inside one flush: a child fails while its sibling, in
+-- the same batch, continues inline; the sibling is cancelled by the
+-- cascade, so its entry gives back no job
+SELECT gen_durable.insert('p14', queue => 'q14') AS p14 \gset
+SELECT fsm FROM pg_temp.pk('q14', 'w14');
+SELECT * FROM pg_temp.out1(:p14, 'w14', 'spawn',
+	'{"step": "joined", "join": "first_error", "children": [{"fsm": "c", "queue": "q14k"}, {"fsm": "c", "queue": "q14k"}]}');
+SELECT pg_temp.kid(:p14, 0) AS k140, pg_temp.kid(:p14, 1) AS k141 \gset
+SELECT count(*) AS claimed FROM pg_temp.pk('q14k', 'w14k');
+SELECT f.id = :k141 AS is_sibling, f.applied, f.detail, f.job IS NULL AS no_job
+  FROM gen_durable.flush(jsonb_build_array(
+		jsonb_build_object('id', :k140, 'worker', 'w14k', 'kind', 'fail'),
+		jsonb_build_object('id', :k141, 'worker', 'w14k', 'kind', 'next', 'step', 's2',
+						   'continue', true))) f;
+SELECT status, pending FROM pg_temp.st(:p14);
+SELECT status FROM gen_durable.instances WHERE id = :k141;
+
 DROP FUNCTION pg_temp.st(bigint), pg_temp.kids(bigint);
 DROP EXTENSION gen_durable;

@@ -694,6 +694,48 @@ spawn_children(Entry *entries, int n, TimestampTz now)
 	}
 }
 
+/* the continued entries that a first_error cascade of this flush ended */
+static GdPlan ended_plan = {
+	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1) AND status <> 'executing'",
+	1,
+	{INT8ARRAYOID}
+};
+
+/*
+ * withdraw_cancelled_continues takes back the job of a continued entry that
+ * a first_error cascade of the same flush cancelled (a sibling's failure
+ * in the batch): the worker must not run its next step.
+ */
+static void
+withdraw_cancelled_continues(Entry *entries, int n)
+{
+	int64	   *ids = palloc(sizeof(int64) * Max(n, 1));
+	Datum		values[1];
+	int			nids = 0;
+	int			rows;
+	int			i;
+	int			r;
+
+	for (i = 0; i < n; i++)
+		if (entries[i].has_job)
+			ids[nids++] = entries[i].o->id;
+	if (nids == 0)
+		return;
+	values[0] = PointerGetDatum(gd_int8_array(ids, nids));
+	rows = gd_execute(&ended_plan, values, NULL, SPI_OK_SELECT);
+	for (r = 0; r < rows; r++)
+	{
+		int64		id = gd_result_int64(r, 1);
+
+		for (i = 0; i < n; i++)
+			if (entries[i].has_job && entries[i].o->id == id)
+			{
+				entries[i].has_job = false;
+				entries[i].detail = "cancelled by first_error";
+			}
+	}
+}
+
 /*
  * apply runs statements 3 to 6 for the decided entries; byid indexes the
  * valid ones by id.
@@ -795,7 +837,8 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 	}
 
 	/* 6. terminal riders */
-	gd_settle(&settled, now);
+	if (gd_settle(&settled, now) > 0)
+		withdraw_cancelled_continues(entries, n);
 }
 
 /*

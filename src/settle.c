@@ -336,12 +336,14 @@ settle_once(Settled *s, TimestampTz now, Settled *next)
  * gd_settle runs the riders of a terminal transition for every recorded
  * instance, and for the siblings a first_error join cancels, until nothing
  * is left.  A fixed number of statements per level of cascade, whatever
- * the number of instances.  SPI must be connected.
+ * the number of instances.  Returns how many instances the cascades
+ * cancelled.  SPI must be connected.
  */
-void
+int
 gd_settle(Settled *s, TimestampTz now)
 {
 	Settled		current = *s;
+	int			cascaded = 0;
 
 	while (current.n > 0)
 	{
@@ -349,6 +351,8 @@ gd_settle(Settled *s, TimestampTz now)
 
 		gd_settled_init(&next, 8);
 		settle_once(&current, now, &next);
+		cascaded += next.n;
 		current = next;
 	}
+	return cascaded;
 }

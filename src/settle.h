@@ -30,7 +30,7 @@ typedef struct Settled
 extern void gd_settled_init(Settled *s, int cap);
 extern void gd_settled_add(Settled *s, int64 id, int64 parent, int32 round,
 						   bool failed);
-extern void gd_settle(Settled *s, TimestampTz now);
+extern int	gd_settle(Settled *s, TimestampTz now);
 extern void gd_lock_parents(int64 *ids, int n);
 extern int	gd_end_trees(int64 *roots, int nroots, bool fail_roots,
 						 const char *reason, TimestampTz now, Settled *out);
