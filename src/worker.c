@@ -57,7 +57,7 @@
  * on yet (its row is locked by a flush in progress) does not spin */
 #define GD_MIN_SLEEP_MS		10
 
-/* the longest wait of a reaper sweep for a lock (a first_error cascade) */
+/* the longest wait of a sweep's riders for a row lock (limit_lock_waits) */
 #define GD_SWEEP_LOCK_TIMEOUT	"100ms"
 
 /* how far each due-time scan reaches back into the previous one's window */
@@ -144,6 +144,23 @@ earlier(TimestampTz *into, TimestampTz when)
 }
 
 /*
+ * limit_lock_waits bounds, for the rest of the current transaction, how
+ * long a sweep waits for a row lock.  The sweeps select their rows with
+ * SKIP LOCKED (I-22), but their riders do not: a child the reaper fails
+ * may end a first_error round, whose cascade locks the siblings, and GC's
+ * foreign key action updates the children of a deleted parent.  The worker
+ * must not stall behind, or deadlock with, a transaction holding one of
+ * those rows: the sweep gives up (logged, counted) and a later round
+ * retries it.
+ */
+static void
+limit_lock_waits(void)
+{
+	(void) set_config_option("lock_timeout", GD_SWEEP_LOCK_TIMEOUT, PGC_SUSET,
+							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
  * sweep_reaper returns expired claims and those of exited backends.
  */
 static void
@@ -151,14 +168,7 @@ sweep_reaper(Round *r)
 {
 	SweepCounts counts = {0};
 
-	/*
-	 * A child that runs out of attempts may end a first_error round, whose
-	 * cascade locks the siblings; the worker must not wait behind (or
-	 * deadlock with) a transaction holding one: it gives up after a short
-	 * wait, and the round retries the sweep.
-	 */
-	(void) set_config_option("lock_timeout", GD_SWEEP_LOCK_TIMEOUT, PGC_SUSET,
-							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	limit_lock_waits();
 	gd_sweep_reaper(r->now, true, &counts);
 }
 
@@ -181,6 +191,7 @@ sweep_gc(Round *r)
 {
 	SweepCounts counts = {0};
 
+	limit_lock_waits();
 	gd_sweep_gc(r->now, &counts);
 }
 
