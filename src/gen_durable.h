@@ -36,6 +36,14 @@ extern void _PG_init(void);
 /* longest fsm, step, queue, worker, key or signal name accepted */
 #define GD_MAX_NAME_LEN			1024
 
+/*
+ * The first key of the transaction-level advisory locks with which picks
+ * claim concurrency keys without waiting for each other ("gd" in ASCII);
+ * the second key is hashtext(concurrency_key).  Applications using the
+ * two-key advisory lock functions should avoid this first key.
+ */
+#define GD_KEY_LOCK_CLASS		"26468"
+
 /* claim attempts when the K=1 arbiter reports a concurrent claim (D7) */
 #define GD_CLAIM_ATTEMPTS		3
 

@@ -9,17 +9,22 @@
  *		   the queue in priority order, FOR NO KEY UPDATE SKIP LOCKED, after
  *		   probing the K=1 arbiter per row (rows whose unconfigured
  *		   concurrency key is already executing are skipped before the LIMIT,
- *		   I-11), and keeps only the most urgent row per key (window dedup);
+ *		   I-11), skips keys that a concurrent pick is claiming right now (a
+ *		   transaction-level advisory lock per key, taken without waiting),
+ *		   and keeps only the most urgent row per key (window dedup);
  *		2. gd_admit decides which candidates may run (admit.c);
  *		3. the flip statement turns the admitted rows into claims, records
  *		   the awaited signal ids handed to the step (presented, D20) and
  *		   returns the enriched jobs, all from one snapshot.
- *		The UNIQUE arbiter index is what really enforces K=1: a concurrent
- *		claim of the same key in another queue makes the flip raise a unique
- *		violation, so a flip that touches keyed rows runs in a
- *		subtransaction and is retried (the retry's probe sees the winner),
- *		at most GD_CLAIM_ATTEMPTS times before the keyed rows are left for a
- *		later pick (D7: contention never errors out of pick).  The claim
+ *		The UNIQUE arbiter index is what really enforces K=1.  Without the
+ *		advisory lock two picks (of any queues) could flip rows of the same
+ *		key at once, and the second would wait in the index for the first to
+ *		commit, or deadlock with it when each claims several keys; with it
+ *		they never insert the same key together.  The flip still runs in a
+ *		subtransaction when it touches keyed rows, and a unique violation or
+ *		deadlock there is retried (the retry's probe sees the winner), at most
+ *		GD_CLAIM_ATTEMPTS times before the keyed rows are left for a later
+ *		pick (D7: contention never errors out of pick).  The claim
  *		records the backend's session (session.c) so that the claims of a
  *		worker whose connection dies return within about a second.
  *
@@ -65,6 +70,9 @@ static GdPlan candidates_plan = {
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
 	"             AND k.busy IS NULL"
+	"             AND (i.concurrency_key IS NULL"
+	"                  OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
+	"                         pg_catalog.hashtext(i.concurrency_key)))"
 	"           ORDER BY i.priority, i.eligible_at"
 	"           LIMIT $3"
 	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l"

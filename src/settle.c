@@ -61,7 +61,7 @@ static GdPlan join_plan = {
 	"    FROM l"
 	")"
 	"UPDATE gen_durable.instances p"
-	"   SET children_pending = p.children_pending - w.cnt,"
+	"   SET children_pending = GREATEST(p.children_pending - w.cnt, 0),"
 	"       status = CASE WHEN w.wake THEN 'runnable' ELSE p.status END,"
 	"       eligible_at = CASE WHEN w.wake THEN $4 ELSE p.eligible_at END,"
 	"       updated_at = $4"
@@ -222,16 +222,17 @@ gd_end_trees(int64 *roots, int nroots, bool fail_roots, const char *reason,
 		Datum		parent = gd_result_datum(i, 2, &noparent);
 		Datum		round = gd_result_datum(i, 3, &isnull);
 
+		bool		failed = DatumGetBool(gd_result_datum(i, 4, &isnull));
+
 		gd_settled_add(out, gd_result_int64(i, 1),
 					   noparent ? 0 : DatumGetInt64(parent),
-					   noparent ? 0 : DatumGetInt32(round),
-					   DatumGetBool(gd_result_datum(i, 4, &isnull)));
+					   noparent ? 0 : DatumGetInt32(round), failed);
+		if (!failed)
+			gd_count(GD_STAT_CANCELLED, 1);
 		/* a freed concurrency key lets the queue's next row with it run */
 		if (DatumGetBool(gd_result_datum(i, 6, &isnull)))
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5));
 	}
-	gd_count(GD_STAT_CANCELLED, rows);
-
 	/* children that a spawn committed while this statement waited */
 	if (rows == 0)
 		return 0;
