@@ -10,14 +10,7 @@
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 
--- one outcome for one instance
-CREATE FUNCTION pg_temp.out1(id bigint, worker text, kind text, extra jsonb DEFAULT '{}')
-RETURNS TABLE (applied text, detail text)
-LANGUAGE sql AS $$
-	SELECT f.applied, f.detail
-	  FROM gen_durable.flush(jsonb_build_array(
-			jsonb_build_object('id', id, 'worker', worker, 'kind', kind) || extra)) f
-$$;
+\i test/regress_helpers.sql
 
 -- the counters as last seen by moved()
 CREATE TEMP TABLE seen (counter text PRIMARY KEY, value bigint NOT NULL);

@@ -163,27 +163,33 @@ is_claim_contention(ErrorData *edata)
 		strcmp(edata->constraint_name, "instances_concurrency_active") == 0;
 }
 
+/* the arguments of one flip statement */
+typedef struct FlipArgs
+{
+	Datum	   *values;
+	char	   *nulls;
+} FlipArgs;
+
 /*
- * flip_in_subxact runs the flip in a subtransaction and returns the number
- * of rows flipped, or -1 when the K=1 arbiter refused it or it deadlocked
- * with another pick (the flip is then undone; the candidate locks, taken by
- * the parent, stay).
+ * run_in_subxact runs body(arg) in a subtransaction and returns what it
+ * returns (a row count).  The subtransaction is kept when the count is
+ * positive or keep_when_empty, rolled back otherwise.  An error rolls it
+ * back and is raised again, unless tolerate_contention and it is claim
+ * contention (is_claim_contention): then -1 is returned.
  */
 static int
-flip_in_subxact(Datum *values, char *nulls)
+run_in_subxact(int (*body) (void *arg), void *arg, bool keep_when_empty,
+			   bool tolerate_contention)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	int			rows = -1;
+	int			rows = 0;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		rows = gd_execute(&flip_plan, values, nulls, SPI_OK_SELECT);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
+		rows = body(arg);
 	}
 	PG_CATCH();
 	{
@@ -195,13 +201,44 @@ flip_in_subxact(Datum *values, char *nulls)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		if (!is_claim_contention(edata))
+		if (!tolerate_contention || !is_claim_contention(edata))
 			ReThrowError(edata);
 		FreeErrorData(edata);
-		rows = -1;
+		return -1;
 	}
 	PG_END_TRY();
+	if (rows > 0 || keep_when_empty)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(oldcontext);
+	CurrentResourceOwner = oldowner;
 	return rows;
+}
+
+/*
+ * run_flip is the body of a flip in a subtransaction.
+ */
+static int
+run_flip(void *arg)
+{
+	FlipArgs   *f = (FlipArgs *) arg;
+
+	return gd_execute(&flip_plan, f->values, f->nulls, SPI_OK_SELECT);
+}
+
+/*
+ * flip_in_subxact runs the flip in a subtransaction and returns the number
+ * of rows flipped, or -1 when the K=1 arbiter refused it or it deadlocked
+ * with another pick (the flip is then undone; the candidate locks, taken by
+ * the parent, stay).
+ */
+static int
+flip_in_subxact(Datum *values, char *nulls)
+{
+	FlipArgs	f = {values, nulls};
+
+	return run_in_subxact(run_flip, &f, true, true);
 }
 
 /*
@@ -304,6 +341,24 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	return rows;
 }
 
+/* the arguments of one claim attempt */
+typedef struct ClaimArgs
+{
+	PickArgs   *args;
+	ReturnSetInfo *rsinfo;
+} ClaimArgs;
+
+/*
+ * run_claim is the body of a claim attempt in a subtransaction.
+ */
+static int
+run_claim(void *arg)
+{
+	ClaimArgs  *c = (ClaimArgs *) arg;
+
+	return claim_once(c->args, c->rsinfo);
+}
+
 /*
  * claim_in_subxact runs one claim attempt of a waiting pick in a
  * subtransaction that is rolled back when it claims nothing, so that the
@@ -313,36 +368,9 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 static int
 claim_in_subxact(PickArgs *args, ReturnSetInfo *rsinfo)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	int			rows = 0;
+	ClaimArgs	c = {args, rsinfo};
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
-	{
-		rows = claim_once(args, rsinfo);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
-	if (rows > 0)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(oldcontext);
-	CurrentResourceOwner = oldowner;
-	return rows;
+	return run_in_subxact(run_claim, &c, false, false);
 }
 
 /*
