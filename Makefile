@@ -7,7 +7,7 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.3.0
+EXTVERSION  = 0.4.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
@@ -16,6 +16,9 @@ OBJS        = src/gen_durable.o \
               src/signal.o \
               src/pick.o \
               src/admit.o \
+              src/credit.o \
+              src/limit_policy.o \
+              src/buckets.o \
               src/outcome.o \
               src/flush.o \
               src/settle.o \

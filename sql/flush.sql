@@ -4,6 +4,10 @@
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 
+-- the rate limits these tests name, generous enough never to throttle
+SELECT count(gen_durable.set_rate_limit(n, 1000000, '1 second'))
+  FROM unnest(ARRAY['r0', 'r1', 'rl', 'rr']) AS n;
+
 -- one outcome for one instance; extra holds the kind's fields
 CREATE FUNCTION pg_temp.out1(id bigint, worker text, kind text, extra jsonb DEFAULT '{}')
 RETURNS TABLE (applied text, detail text, job jsonb)

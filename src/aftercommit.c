@@ -106,6 +106,18 @@ gd_count(GdCounter counter, int64 n)
 }
 
 /*
+ * gd_count_now adds n to a counter at once, whatever becomes of the
+ * transaction: for what was observed (throttling, contention) rather than
+ * what was committed.
+ */
+void
+gd_count_now(GdCounter counter, int64 n)
+{
+	if (n > 0 && gd_shmem_ready())
+		pg_atomic_fetch_add_u64(&gd_shared->counters[counter], (uint64) n);
+}
+
+/*
  * gd_queue_runnable records that work in queue became runnable now.
  */
 void

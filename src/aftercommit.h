@@ -22,6 +22,7 @@
 extern void gd_aftercommit_init(void);
 
 extern void gd_count(GdCounter counter, int64 n);
+extern void gd_count_now(GdCounter counter, int64 n);
 extern void gd_queue_runnable(const char *queue);
 extern void gd_instance_settled(int64 id);
 extern void gd_deadline(TimestampTz when);

@@ -88,12 +88,15 @@ end_instance(FunctionCallInfo fcinfo, bool fail, const char *verb)
 	int64		id = required_id(fcinfo, verb);
 	char	   *reason = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	Settled		settled;
+	HeldSlots	slots;
 	int			ended;
 
 	gd_connect();
-	gd_settled_init(&settled, 8);
+	gd_slots_init(&slots);
+	gd_settled_init(&settled, 8, &slots);
 	ended = gd_end_trees(&id, 1, fail, reason, now, &settled);
 	gd_settle(&settled, now);
+	gd_credit_slots(&slots);
 	gd_finish();
 	return ended;
 }

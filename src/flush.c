@@ -18,7 +18,11 @@
  *		            unpresented awaited signal already exists (a new
  *		            statement, so a fresh snapshot: I-2, I-4);
  *		6. settle - terminal entries purge their inboxes and count into
- *		            their parents' joins (settle.c).
+ *		            their parents' joins (settle.c);
+ *		7. credit - the gate slots of every instance that left executing
+ *		            (credit.c).
+ *		Between 2 and 3, steps continued inline are admitted against the
+ *		limits of their next step (admit.c); a denied one is requeued.
  *		Stale entries change nothing (I-6); invalid entries leave their
  *		instance claimed; an error rolls the whole call back.
  *
@@ -34,10 +38,13 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "admit.h"
 #include "aftercommit.h"
 #include "args.h"
+#include "credit.h"
 #include "gen_durable.h"
 #include "insert.h"
+#include "limit_policy.h"
 #include "outcome.h"
 #include "settle.h"
 #include "spi_util.h"
@@ -82,7 +89,8 @@ static GdPlan lock_plan = {
 	"   WHERE c.status NOT IN ('done', 'failed', 'cancelled')"
 	")"
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
-	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round"
+	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round,"
+	"       concurrency_shard"
 	"  FROM gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
@@ -104,14 +112,14 @@ typedef enum UpdateCol
 	UC_ELIGIBLE_AT, UC_LEASE, UC_AWAITS, UC_KEEP_WAKE, UC_DEADLINE,
 	UC_SET_RATE, UC_RATE_LIMIT, UC_WEIGHT, UC_SET_KEY, UC_KEY,
 	UC_FSM_VERSION, UC_RESULT, UC_ERROR, UC_CHILDREN, UC_JOIN, UC_SPAWN_ROUND,
-	UC_NCOLS
+	UC_SHARD, UC_NCOLS
 } UpdateCol;
 
 static const Oid update_col_types[UC_NCOLS] = {
 	INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT4OID, INT8OID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, BOOLOID, TIMESTAMPTZOID,
 	BOOLOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID,
-	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID
+	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID, INT2OID
 };
 
 static GdPlan update_plan = {
@@ -138,11 +146,12 @@ static GdPlan update_plan = {
 	"                     pg_catalog.unnest($20::jsonb[]), "
 	"                     pg_catalog.unnest($21::int4[]), "
 	"                     pg_catalog.unnest($22::text[]), "
-	"                     pg_catalog.unnest($23::int4[]))"
+	"                     pg_catalog.unnest($23::int4[]), "
+	"                     pg_catalog.unnest($24::int2[]))"
 	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
 	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
 	"         concurrency_key, fsm_version, result, error, children, join_policy,"
-	"         spawn_round)"
+	"         spawn_round, shard)"
 	"), u AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = o.status::gen_durable.status,"
@@ -165,7 +174,7 @@ static GdPlan update_plan = {
 	"         weight = COALESCE(o.weight, i.weight),"
 	"         concurrency_key = CASE WHEN o.set_key THEN o.concurrency_key"
 	"                                ELSE i.concurrency_key END,"
-	"         concurrency_shard = NULL,"
+	"         concurrency_shard = o.shard,"
 	"         fsm_version = COALESCE(o.fsm_version, i.fsm_version),"
 	"         result = COALESCE(o.result, i.result),"
 	"         error = CASE WHEN o.status = 'done' THEN NULL"
@@ -174,7 +183,7 @@ static GdPlan update_plan = {
 	"         children_total = COALESCE(o.children, i.children_total),"
 	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
 	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
-	"         updated_at = $24"
+	"         updated_at = $25"
 	"    FROM o"
 	"   WHERE i.id = o.id AND i.locked_by = o.worker"
 	"  RETURNING i AS inst, o.status"
@@ -183,13 +192,13 @@ static GdPlan update_plan = {
 	"       CASE WHEN u.status = 'executing'"
 	"            THEN (SELECT pg_catalog.to_jsonb(j) FROM gen_durable._job(u.inst) j) END"
 	"  FROM u",
-	24,
+	25,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
 	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	TIMESTAMPTZOID}
+	INT2ARRAYOID, TIMESTAMPTZOID}
 };
 
 static GdPlan recheck_plan = {
@@ -221,6 +230,8 @@ typedef struct LockedRow
 	char	   *queue;
 	int32		spawn_round;
 	int32		parent_round;	/* the parent's round this child belongs to */
+	bool		has_shard;		/* it holds a gate slot ... */
+	int16		shard;			/* ... of this shard of its key's gate */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -248,6 +259,10 @@ typedef struct Entry
 	bool		has_job;
 	Jsonb	   *error;			/* the error written, for engine-made failures */
 	int			landed;			/* spawn: children actually inserted */
+	AdmitGate	gate;			/* continue: a gate slot its new key needs */
+	bool		keeps_slot;		/* continue: keeps the gate slot it holds */
+	bool		has_shard;		/* continue: the slot admission gave it ... */
+	int16		shard;			/* ... of this shard */
 } Entry;
 
 /*
@@ -294,6 +309,9 @@ read_locked(int rows)
 		l->spawn_round = (int32) gd_result_int64(r, 12);
 		d = gd_result_datum(r, 13, &isnull);
 		l->parent_round = isnull ? 0 : DatumGetInt32(d);
+		d = gd_result_datum(r, 14, &isnull);
+		l->has_shard = !isnull;
+		l->shard = isnull ? 0 : DatumGetInt16(d);
 	}
 	return out;
 }
@@ -361,14 +379,15 @@ decide(Entry *e, LockedRow *rows, int nrows)
 	{
 		case OUTCOME_NEXT:
 			e->act = o->cont ? ACT_CONTINUE : ACT_NEXT;
-			/* D10, I-10: a new unconfigured key is never continued inline */
-			if (o->cont && o->set_key && o->concurrency_key != NULL &&
-				(r->concurrency_key == NULL ||
-				 strcmp(r->concurrency_key, o->concurrency_key) != 0))
+			if (o->cont)
 			{
-				e->act = ACT_NEXT;
-				e->applied = "requeued";
-				e->detail = "a step with a new concurrency key is not continued inline";
+				bool		new_key = o->set_key && o->concurrency_key != NULL &&
+					(r->concurrency_key == NULL ||
+					 strcmp(r->concurrency_key, o->concurrency_key) != 0);
+
+				/* a new key needs a gate slot (admit_continues); null frees one */
+				e->gate = new_key ? GATE_IF_CONFIGURED : GATE_NONE;
+				e->keeps_slot = !o->set_key || (!new_key && o->concurrency_key != NULL);
 			}
 			break;
 		case OUTCOME_RETRY:
@@ -495,6 +514,10 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 		if (a == ACT_AWAIT || a == ACT_SPAWN)
 			set_col(cols, UC_WEIGHT, Float8GetDatum(1), false);
 	}
+	if (a == ACT_CONTINUE && e->keeps_slot && r->has_shard)
+		set_col(cols, UC_SHARD, Int16GetDatum(r->shard), false);
+	else if (a == ACT_CONTINUE && e->has_shard)
+		set_col(cols, UC_SHARD, Int16GetDatum(e->shard), false);
 	if (a == ACT_DONE)
 		set_col(cols, UC_RESULT, JsonbPGetDatum(o->result), false);
 	if (e->error)
@@ -531,7 +554,7 @@ after_commit(Entry *e, TimestampTz now)
 		gd_count(GD_STAT_ATTEMPTS_EXHAUSTED, 1);
 
 	/* a concurrency key the step held is free: its queue's next row may run */
-	if (e->row->concurrency_key != NULL && e->act != ACT_CONTINUE)
+	if (e->row->concurrency_key != NULL && !(e->act == ACT_CONTINUE && e->keeps_slot))
 		gd_queue_runnable(e->row->queue);
 
 	switch (e->act)
@@ -694,6 +717,57 @@ spawn_children(Entry *entries, int n, TimestampTz now)
 	}
 }
 
+/*
+ * admit_continues admits the steps continued inline against the limits of
+ * the step that runs next (§11): its rate limit takes its tokens, and a new
+ * concurrency key takes a slot of its gate, recorded by the guarded update
+ * that continues the row (I-20).  A step that is denied, or whose new key
+ * names no gate (D10, I-10: a K=1 key is only ever taken by a claim), is
+ * committed as a plain next instead (requeued).
+ */
+static void
+admit_continues(Entry *entries, int n)
+{
+	AdmitCandidate *cands = palloc0(sizeof(AdmitCandidate) * Max(n, 1));
+	Entry	  **of = palloc(sizeof(Entry *) * Max(n, 1));
+	int			m = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+
+		if (e->act != ACT_CONTINUE || (e->gate == GATE_NONE && e->o->rate_limit == NULL))
+			continue;
+		cands[m].id = e->o->id;
+		cands[m].concurrency_key = e->gate != GATE_NONE ? e->o->concurrency_key : NULL;
+		cands[m].gate = e->gate;
+		cands[m].rate_limit = e->o->rate_limit;
+		cands[m].weight = e->o->weight;
+		of[m++] = e;
+	}
+	if (m == 0)
+		return;
+	gd_admit(cands, m);
+	for (i = 0; i < m; i++)
+	{
+		Entry	   *e = of[i];
+
+		if (cands[i].admitted)
+		{
+			e->has_shard = cands[i].has_shard;
+			e->shard = cands[i].shard;
+			continue;
+		}
+		e->act = ACT_NEXT;
+		e->keeps_slot = false;
+		e->applied = "requeued";
+		e->detail = cands[i].denial == DENIED_UNCONFIGURED
+			? "a step with a new unconfigured concurrency key is not continued inline"
+			: cands[i].denial == DENIED_CONTENDED ? "admission contended" : "throttled";
+	}
+}
+
 /* the continued entries that a first_error cascade of this flush ended */
 static GdPlan ended_plan = {
 	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1) AND status <> 'executing'",
@@ -737,6 +811,24 @@ withdraw_cancelled_continues(Entry *entries, int n)
 }
 
 /*
+ * warn_unknown_rate_limits warns about the next steps whose rate limit is
+ * not configured (limit_policy.c).
+ */
+static void
+warn_unknown_rate_limits(Entry *entries, int n)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	int			m = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if ((entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE) &&
+			entries[i].o->rate_limit != NULL)
+			names[m++] = CStringGetTextDatum(entries[i].o->rate_limit);
+	gd_warn_unknown_rate_limits(names, m);
+}
+
+/*
  * apply runs statements 3 to 6 for the decided entries; byid indexes the
  * valid ones by id.
  */
@@ -752,6 +844,7 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 	int			nparked = 0;
 	int			ncap = 0;
 	Settled		settled;
+	HeldSlots	slots;
 	int			rows;
 	int			i;
 	int			c;
@@ -801,7 +894,8 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 		elog(ERROR, "flush updated %d of %d owned instances", rows, cols.n);
 
 	parked = palloc(sizeof(int64) * ncap);
-	gd_settled_init(&settled, cols.n);
+	gd_slots_init(&slots);
+	gd_settled_init(&settled, cols.n, &slots);
 	for (i = 0; i < rows; i++)
 	{
 		Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
@@ -814,6 +908,8 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 			e->has_job = true;
 		}
 		after_commit(e, now);
+		if (e->row->has_shard && !(e->act == ACT_CONTINUE && e->keeps_slot))
+			gd_slots_add(&slots, e->row->concurrency_key, e->row->shard);
 		if (e->act == ACT_AWAIT)
 			parked[nparked++] = e->o->id;
 		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
@@ -839,6 +935,10 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 	/* 6. terminal riders */
 	if (gd_settle(&settled, now) > 0)
 		withdraw_cancelled_continues(entries, n);
+
+	/* 7. the gate slots of every row that left executing, after all row locks */
+	gd_credit_slots(&slots);
+	warn_unknown_rate_limits(entries, n);
 }
 
 /*
@@ -893,6 +993,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		if (entries[i].act == ACT_NONE)
 			gd_count(entries[i].o->invalid ? GD_STAT_INVALID : GD_STAT_STALE, 1);
 	}
+	admit_continues(entries, n);
 	apply(entries, n, byid, nvalid, now);
 
 	for (i = 0; i < n; i++)

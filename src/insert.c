@@ -31,6 +31,7 @@
 #include "args.h"
 #include "gen_durable.h"
 #include "insert.h"
+#include "limit_policy.h"
 #include "spi_util.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_insert);
@@ -507,6 +508,23 @@ note_created(InsertSpec *spec, TimestampTz now)
 }
 
 /*
+ * warn_unknown_rate_limits warns about the created instances whose rate
+ * limit is not configured (limit_policy.c).
+ */
+static void
+warn_unknown_rate_limits(InsertSpec *specs, int n, bool *created)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	int			m = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (created[i] && specs[i].rate_limit != NULL)
+			names[m++] = CStringGetTextDatum(specs[i].rate_limit);
+	gd_warn_unknown_rate_limits(names, m);
+}
+
+/*
  * gen_durable_insert implements gen_durable.insert(...): the new id, or
  * NULL when a live instance occupies the correlation key.
  */
@@ -549,6 +567,8 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 		gd_count(GD_STAT_DUPLICATES, 1);
 	else
 		note_created(&spec, now);
+	if (!isnull && spec.rate_limit != NULL)
+		gd_warn_unknown_rate_limits(&values[10], 1);
 	gd_finish();
 
 	if (isnull)
@@ -763,6 +783,7 @@ gd_insert_specs(InsertSpec *specs, int n, TimestampTz now, InsertResult *result)
 			note_created(&specs[i], now);
 	}
 	gd_count(GD_STAT_DUPLICATES, n - nmade);
+	warn_unknown_rate_limits(specs, n, result->created);
 	if (nmade < n)
 		resolve_duplicates(specs, n, result->ids, result->created, result->idnull);
 }

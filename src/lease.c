@@ -24,6 +24,7 @@
 #include "utils/builtins.h"
 
 #include "aftercommit.h"
+#include "credit.h"
 #include "args.h"
 #include "gen_durable.h"
 #include "spi_util.h"
@@ -57,7 +58,7 @@ static GdPlan heartbeat_plan = {
 
 static GdPlan release_plan = {
 	"WITH l AS ("
-	"  SELECT id FROM gen_durable.instances"
+	"  SELECT id, concurrency_key, concurrency_shard FROM gen_durable.instances"
 	"   WHERE locked_by = $1 AND status = 'executing'"
 	"     AND ($2::int8[] IS NULL OR id = ANY ($2))"
 	"   ORDER BY id FOR NO KEY UPDATE SKIP LOCKED"
@@ -67,7 +68,7 @@ static GdPlan release_plan = {
 	"       concurrency_shard = NULL, presented = NULL, claim_session = NULL,"
 	"       updated_at = $3"
 	"  FROM l WHERE i.id = l.id AND i.locked_by = $1 AND i.status = 'executing'"
-	" RETURNING i.queue",
+	" RETURNING i.queue, l.concurrency_key, l.concurrency_shard",
 	3,
 	{TEXTOID, INT8ARRAYOID, TIMESTAMPTZOID}
 };
@@ -141,6 +142,7 @@ gen_durable_release(PG_FUNCTION_ARGS)
 	int			n;
 	int			rows;
 	int			i;
+	HeldSlots	slots;
 
 	values[0] = CStringGetTextDatum(worker);
 	if (PG_ARGISNULL(1))
@@ -154,9 +156,14 @@ gen_durable_release(PG_FUNCTION_ARGS)
 
 	gd_connect();
 	rows = gd_execute(&release_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
+	gd_slots_init(&slots);
 	for (i = 0; i < rows; i++)
+	{
 		gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		gd_slots_add_result(&slots, i, 2, 3);
+	}
 	gd_count(GD_STAT_RELEASED, rows);
+	gd_credit_slots(&slots);
 	gd_finish();
 	PG_RETURN_INT32(rows);
 }

@@ -32,6 +32,7 @@
 #include "utils/jsonb.h"
 
 #include "aftercommit.h"
+#include "buckets.h"
 #include "gen_durable.h"
 #include "maintenance.h"
 #include "settle.h"
@@ -56,7 +57,7 @@ static GdPlan reaper_plan = {
 	"              AND NOT gen_durable._session_alive(claim_session)))"
 	"   ORDER BY id LIMIT $2"
 	"), l AS ("
-	"  SELECT i.id FROM gen_durable.instances i"
+	"  SELECT i.id, i.concurrency_key, i.concurrency_shard FROM gen_durable.instances i"
 	"   WHERE i.id = ANY (ARRAY(SELECT id FROM c)"
 	"                     || ARRAY(SELECT parent_id FROM c WHERE parent_id IS NOT NULL))"
 	"   ORDER BY i.id FOR NO KEY UPDATE SKIP LOCKED"
@@ -73,15 +74,16 @@ static GdPlan reaper_plan = {
 	"       timed_out = i.timed_out AND i.attempt + 1 < i.max_attempts,"
 	"       locked_by = NULL, lease_expires_at = NULL, concurrency_shard = NULL,"
 	"       presented = NULL, claim_session = NULL, updated_at = $1"
-	"  FROM c"
-	" WHERE i.id = c.id AND i.id IN (SELECT id FROM l) AND i.status = 'executing'"
+	"  FROM c JOIN l ON l.id = c.id"
+	" WHERE i.id = c.id AND i.status = 'executing'"
 	"   AND (i.lease_expires_at < $1"
 	"        OR ($3 AND i.claim_session IS NOT NULL"
 	"            AND NOT gen_durable._session_alive(i.claim_session)))"
 	"   AND (i.attempt + 1 < i.max_attempts OR i.parent_id IS NULL"
 	"        OR i.parent_id IN (SELECT id FROM l))"
 	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, c.disconnected,"
-	"           i.concurrency_key IS NOT NULL, i.parent_round",
+	"           i.concurrency_key IS NOT NULL, i.parent_round,"
+	"           l.concurrency_key, l.concurrency_shard",
 	3,
 	{TIMESTAMPTZOID, INT4OID, BOOLOID}
 };
@@ -127,6 +129,7 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 {
 	Datum		values[3];
 	Settled		settled;
+	HeldSlots	slots;
 	int			rows;
 	int			i;
 
@@ -134,7 +137,8 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
 	values[2] = BoolGetDatum(sessions && gd_shmem_ready());
 	rows = gd_execute(&reaper_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
-	gd_settled_init(&settled, rows);
+	gd_slots_init(&slots);
+	gd_settled_init(&settled, rows, &slots);
 	for (i = 0; i < rows; i++)
 	{
 		bool		isnull;
@@ -142,6 +146,7 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 
 		if (DatumGetBool(gd_result_datum(i, 5, &isnull)))
 			gd_count(GD_STAT_REAPED_DEAD_BACKEND, 1);
+		gd_slots_add_result(&slots, i, 8, 9);
 		if (!DatumGetBool(gd_result_datum(i, 2, &isnull)))
 		{
 			counts->reaped++;
@@ -162,6 +167,7 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 	gd_count(GD_STAT_REAPED, counts->reaped);
 	gd_count(GD_STAT_LEASE_FAILED, counts->lease_failed);
 	gd_settle(&settled, now);
+	gd_credit_slots(&slots);
 }
 
 /*
@@ -208,6 +214,7 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	SweepCounts counts = {0};
+	BucketCounts buckets = {0};
 	char	   *json;
 
 	gd_require_read_committed("run_maintenance");
@@ -215,10 +222,14 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 	gd_sweep_reaper(now, true, &counts);
 	gd_sweep_timeouts(now, &counts);
 	gd_sweep_gc(now, &counts);
+	gd_sweep_buckets(now, &buckets);
 	gd_finish();
 
 	json = psprintf("{\"reaped\": " INT64_FORMAT ", \"lease_failed\": " INT64_FORMAT
-					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT "}",
-					counts.reaped, counts.lease_failed, counts.timeouts, counts.gc_deleted);
+					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT
+					", \"buckets_swept\": " INT64_FORMAT
+					", \"gate_shards_repaired\": " INT64_FORMAT "}",
+					counts.reaped, counts.lease_failed, counts.timeouts, counts.gc_deleted,
+					buckets.buckets_swept, buckets.gate_shards_repaired);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 }

@@ -12,7 +12,8 @@
  *		   I-11), skips keys that a concurrent pick is claiming right now (a
  *		   transaction-level advisory lock per key, taken without waiting),
  *		   and keeps only the most urgent row per key (window dedup);
- *		2. gd_admit decides which candidates may run (admit.c);
+ *		2. gd_admit decides which candidates may run against rate limits
+ *		   and concurrency gates, and debits their buckets (admit.c);
  *		3. the flip statement turns the admitted rows into claims, records
  *		   the awaited signal ids handed to the step (presented, D20) and
  *		   returns the enriched jobs, all from one snapshot.
@@ -54,15 +55,27 @@
 
 PG_FUNCTION_INFO_V1(gen_durable_pick);
 
-/* step 1: lock the candidates, most urgent first */
+/*
+ * step 1: lock the candidates, most urgent first.  A row whose concurrency
+ * key names a configured gate is gated: the gate's counters limit it, not
+ * the K=1 arbiter, so it skips the arbiter probe, the key lock and the
+ * one-per-key window.  A row whose rate limit has no policy waits without
+ * taking a place in the batch (D6).
+ */
 static GdPlan candidates_plan = {
-	"SELECT c.id, c.concurrency_key, c.rate_limit, c.weight FROM ("
+	"SELECT c.id, c.concurrency_key, c.gated, c.rate_limit, c.weight FROM ("
 	"  SELECT l.*, pg_catalog.row_number() OVER"
 	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn"
-	"    FROM (SELECT i.id, i.concurrency_key, i.rate_limit, i.weight, i.priority, i.eligible_at"
+	"    FROM (SELECT i.id, i.concurrency_key, g.gated IS NOT NULL AS gated, i.rate_limit,"
+	"                 i.weight, i.priority, i.eligible_at"
 	"            FROM gen_durable.instances i"
+	"            LEFT JOIN LATERAL (SELECT true AS gated FROM gen_durable.limits g"
+	"                                WHERE i.concurrency_key IS NOT NULL"
+	"                                  AND g.kind = 'conc' AND g.name = i.concurrency_name) g"
+	"                   ON true"
 	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e"
-	"                                WHERE e.concurrency_key = i.concurrency_key"
+	"                                WHERE g.gated IS NULL"
+	"                                  AND e.concurrency_key = i.concurrency_key"
 	"                                  AND e.status = 'executing'"
 	"                                  AND e.concurrency_key IS NOT NULL"
 	"                                  AND e.concurrency_shard IS NULL"
@@ -70,14 +83,18 @@ static GdPlan candidates_plan = {
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
 	"             AND k.busy IS NULL"
-	"             AND (i.concurrency_key IS NULL"
+	"             AND (i.rate_limit IS NULL"
+	"                  OR EXISTS (SELECT 1 FROM gen_durable.limits r"
+	"                              WHERE r.kind = 'rate'"
+	"                                AND r.name = pg_catalog.split_part(i.rate_limit, ':', 1)))"
+	"             AND (i.concurrency_key IS NULL OR g.gated"
 	"                  OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
 	"                         pg_catalog.hashtext(i.concurrency_key)))"
 	"           ORDER BY i.priority, i.eligible_at"
 	"           LIMIT $3"
 	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l"
 	") c"
-	" WHERE c.concurrency_key IS NULL OR c.rn = 1"
+	" WHERE c.concurrency_key IS NULL OR c.gated OR c.rn = 1"
 	" ORDER BY c.priority, c.eligible_at, c.id",
 	4,
 	{TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID}
@@ -87,21 +104,25 @@ static GdPlan candidates_plan = {
  * step 3: flip the admitted rows and return their jobs.  The rows are
  * still runnable: the candidate statement locked them in this transaction.
  * (The WHERE clause therefore names no status, which also keeps the
- * planner on the primary key rather than a status-partial index.)  The
- * probe repeats the arbiter's predicate so that a retry after a unique
- * violation skips the key the concurrent claim won (a scalar subquery, so
- * it stays a per-row index probe).
+ * planner on the primary key rather than a status-partial index.)  A
+ * gated row records the shard of the gate slot it took; any other keyed
+ * row enters the K=1 arbiter, and the probe repeats the arbiter's
+ * predicate so that a retry after a unique violation skips the key the
+ * concurrent claim won (a scalar subquery, so it stays a per-row index
+ * probe).
  */
 static GdPlan flip_plan = {
 	"WITH f AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = 'executing', locked_by = $2, lease_expires_at = $3,"
-	"         updated_at = $4, concurrency_shard = NULL, claim_session = $5,"
+	"         updated_at = $4, concurrency_shard = a.shard, claim_session = $5,"
 	"         presented = (SELECT pg_catalog.array_agg(s.id ORDER BY s.id)"
 	"                        FROM gen_durable.signals s"
 	"                       WHERE s.target_id = i.id AND s.name = ANY (i.awaits))"
-	"   WHERE i.id = ANY ($1)"
-	"     AND (i.concurrency_key IS NULL"
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($6::int2[]))"
+	"         AS a(id, shard)"
+	"   WHERE i.id = a.id"
+	"     AND (i.concurrency_key IS NULL OR a.shard IS NOT NULL"
 	"          OR (SELECT true FROM gen_durable.instances e"
 	"               WHERE e.concurrency_key = i.concurrency_key"
 	"                 AND e.status = 'executing'"
@@ -111,8 +132,8 @@ static GdPlan flip_plan = {
 	")"
 	"SELECT j.* FROM f CROSS JOIN LATERAL gen_durable._job(f.inst) j"
 	" ORDER BY (f.inst).priority, (f.inst).eligible_at, (f.inst).id",
-	5,
-	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID}
+	6,
+	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, INT2ARRAYOID}
 };
 
 /* what one pick call works with */
@@ -171,52 +192,6 @@ typedef struct FlipArgs
 } FlipArgs;
 
 /*
- * run_in_subxact runs body(arg) in a subtransaction and returns what it
- * returns (a row count).  The subtransaction is kept when the count is
- * positive or keep_when_empty, rolled back otherwise.  An error rolls it
- * back and is raised again, unless tolerate_contention and it is claim
- * contention (is_claim_contention): then -1 is returned.
- */
-static int
-run_in_subxact(int (*body) (void *arg), void *arg, bool keep_when_empty,
-			   bool tolerate_contention)
-{
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	int			rows = 0;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcontext);
-	PG_TRY();
-	{
-		rows = body(arg);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-		if (!tolerate_contention || !is_claim_contention(edata))
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		return -1;
-	}
-	PG_END_TRY();
-	if (rows > 0 || keep_when_empty)
-		ReleaseCurrentSubTransaction();
-	else
-		RollbackAndReleaseCurrentSubTransaction();
-	MemoryContextSwitchTo(oldcontext);
-	CurrentResourceOwner = oldowner;
-	return rows;
-}
-
-/*
  * run_flip is the body of a flip in a subtransaction.
  */
 static int
@@ -238,7 +213,50 @@ flip_in_subxact(Datum *values, char *nulls)
 {
 	FlipArgs	f = {values, nulls};
 
-	return run_in_subxact(run_flip, &f, true, true);
+	return gd_run_in_subxact(run_flip, &f, true, is_claim_contention);
+}
+
+/*
+ * set_flip_rows puts the ids and gate shards of the admitted candidates
+ * that pass keep() into the flip's arguments; returns how many.
+ */
+static int
+set_flip_rows(Datum *flip, char *flipnulls, AdmitCandidate *cands, int n,
+			  bool (*keep) (AdmitCandidate *c))
+{
+	Datum	   *ids = palloc(sizeof(Datum) * n);
+	Datum	   *shards = palloc(sizeof(Datum) * n);
+	bool	   *noshard = palloc(sizeof(bool) * n);
+	int			m = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (!cands[i].admitted || !keep(&cands[i]))
+			continue;
+		ids[m] = Int64GetDatum(cands[i].id);
+		shards[m] = Int16GetDatum(cands[i].shard);
+		noshard[m] = !cands[i].has_shard;
+		m++;
+	}
+	flip[0] = PointerGetDatum(gd_array(ids, NULL, m, INT8OID));
+	flip[5] = PointerGetDatum(gd_array(shards, noshard, m, INT2OID));
+	flipnulls[0] = flipnulls[5] = ' ';
+	return m;
+}
+
+/* every admitted candidate */
+static bool
+any_candidate(AdmitCandidate *c)
+{
+	return true;
+}
+
+/* the candidates the K=1 arbiter does not concern */
+static bool
+outside_arbiter(AdmitCandidate *c)
+{
+	return c->concurrency_key == NULL || c->has_shard;
 }
 
 /*
@@ -251,17 +269,15 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	Datum		flip[5];
-	char		flipnulls[5];
+	Datum		flip[6];
+	char		flipnulls[6];
 	TimestampTz lease_expiry;
 	int64		session;
 	AdmitCandidate *cands;
-	int64	   *admitted;
 	int			n;
-	int			nadmitted = 0;
 	int			i;
 	int			rows;
-	bool		keyed = false;
+	bool		arbitrated = false;
 
 	values[0] = CStringGetTextDatum(args->queue);
 	values[1] = TimestampTzGetDatum(now);
@@ -272,40 +288,23 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	if (n == 0)
 		return 0;
 
-	cands = palloc(sizeof(AdmitCandidate) * n);
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		cands[i].id = gd_result_int64(i, 1);
-		cands[i].concurrency_key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		cands[i].rate_limit = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
-		cands[i].weight = DatumGetFloat8(gd_result_datum(i, 4, &isnull));
-	}
-	gd_admit(cands, n);
-
-	admitted = palloc(sizeof(int64) * n);
-	for (i = 0; i < n; i++)
-	{
-		if (!cands[i].admitted)
-			continue;
-		admitted[nadmitted++] = cands[i].id;
-		keyed |= cands[i].concurrency_key != NULL;
-	}
-	if (nadmitted == 0)
+	cands = gd_read_candidates(n);
+	if (gd_admit(cands, n) == 0)
 		return 0;
+	for (i = 0; i < n; i++)
+		arbitrated |= cands[i].admitted && !outside_arbiter(&cands[i]);
 
 	lease_expiry = gd_add_interval(now, args->lease);
 	session = gd_claim_session();
-	flip[0] = PointerGetDatum(gd_int8_array(admitted, nadmitted));
 	flip[1] = CStringGetTextDatum(args->worker);
 	flip[2] = TimestampTzGetDatum(lease_expiry);
 	flip[3] = TimestampTzGetDatum(now);
 	flip[4] = Int64GetDatum(session);
 	memset(flipnulls, ' ', sizeof(flipnulls));
 	flipnulls[4] = session != 0 ? ' ' : 'n';
+	set_flip_rows(flip, flipnulls, cands, n, any_candidate);
 
-	if (!keyed)
+	if (!arbitrated)
 		rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
 	else
 	{
@@ -320,15 +319,9 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 		}
 		if (rows < 0)
 		{
-			/* keep contention out of the caller: claim only the keyless rows */
-			int			nkeyless = 0;
-
-			for (i = 0; i < n; i++)
-				if (cands[i].admitted && cands[i].concurrency_key == NULL)
-					admitted[nkeyless++] = cands[i].id;
-			if (nkeyless == 0)
+			/* keep contention out of the caller: claim the rows outside the arbiter */
+			if (set_flip_rows(flip, flipnulls, cands, n, outside_arbiter) == 0)
 				return 0;
-			flip[0] = PointerGetDatum(gd_int8_array(admitted, nkeyless));
 			rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
 		}
 	}
@@ -370,7 +363,7 @@ claim_in_subxact(PickArgs *args, ReturnSetInfo *rsinfo)
 {
 	ClaimArgs	c = {args, rsinfo};
 
-	return run_in_subxact(run_claim, &c, false, false);
+	return gd_run_in_subxact(run_claim, &c, false, NULL);
 }
 
 /*

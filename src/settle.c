@@ -107,7 +107,8 @@ static GdPlan end_trees_plan = {
 	"  SELECT c.id, false FROM gen_durable.instances c JOIN tree t ON c.parent_id = t.id"
 	"   WHERE c.status NOT IN ('done', 'failed', 'cancelled')"
 	"), l AS ("
-	"  SELECT i.id, t.root FROM gen_durable.instances i JOIN tree t ON t.id = i.id"
+	"  SELECT i.id, t.root, i.concurrency_key, i.concurrency_shard"
+	"    FROM gen_durable.instances i JOIN tree t ON t.id = i.id"
 	"   ORDER BY i.id FOR NO KEY UPDATE OF i"
 	")"
 	"UPDATE gen_durable.instances i"
@@ -121,7 +122,7 @@ static GdPlan end_trees_plan = {
 	"  FROM l"
 	" WHERE i.id = l.id AND i.status NOT IN ('done', 'failed', 'cancelled')"
 	" RETURNING i.id, i.parent_id, i.parent_round, i.status = 'failed', i.queue,"
-	"           i.concurrency_key IS NOT NULL",
+	"           i.concurrency_key IS NOT NULL, l.concurrency_key, l.concurrency_shard",
 	4,
 	{INT8ARRAYOID, BOOLOID, TEXTOID, TIMESTAMPTZOID}
 };
@@ -141,11 +142,14 @@ static GdPlan live_children_plan = {
 };
 
 /*
- * gd_settled_init prepares an empty set with room for cap instances.
+ * gd_settled_init prepares an empty set with room for cap instances; the
+ * gate slots of the rows its cascades end are added to slots, which the
+ * caller credits before it commits.
  */
 void
-gd_settled_init(Settled *s, int cap)
+gd_settled_init(Settled *s, int cap, HeldSlots *slots)
 {
+	s->slots = slots;
 	s->cap = Max(cap, 1);
 	s->n = 0;
 	s->ids = palloc(sizeof(int64) * s->cap);
@@ -229,6 +233,7 @@ gd_end_trees(int64 *roots, int nroots, bool fail_roots, const char *reason,
 					   noparent ? 0 : DatumGetInt32(round), failed);
 		if (!failed)
 			gd_count(GD_STAT_CANCELLED, 1);
+		gd_slots_add_result(out->slots, i, 7, 8);
 		/* a freed concurrency key lets the queue's next row with it run */
 		if (DatumGetBool(gd_result_datum(i, 6, &isnull)))
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 5));
@@ -350,7 +355,7 @@ gd_settle(Settled *s, TimestampTz now)
 	{
 		Settled		next;
 
-		gd_settled_init(&next, 8);
+		gd_settled_init(&next, 8, current.slots);
 		settle_once(&current, now, &next);
 		cascaded += next.n;
 		current = next;

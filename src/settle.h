@@ -16,6 +16,8 @@
 
 #include "utils/timestamp.h"
 
+#include "credit.h"
+
 /* Instances that have just become terminal in the current transaction. */
 typedef struct Settled
 {
@@ -23,11 +25,12 @@ typedef struct Settled
 	int64	   *parents;		/* parent_id of each, 0 when none */
 	int32	   *rounds;			/* the parent's round each belongs to */
 	bool	   *failed;			/* ended as failed (first_error counts it) */
+	HeldSlots  *slots;			/* where the gate slots of ended rows go */
 	int			n;
 	int			cap;
 } Settled;
 
-extern void gd_settled_init(Settled *s, int cap);
+extern void gd_settled_init(Settled *s, int cap, HeldSlots *slots);
 extern void gd_settled_add(Settled *s, int64 id, int64 parent, int32 round,
 						   bool failed);
 extern int	gd_settle(Settled *s, TimestampTz now);

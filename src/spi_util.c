@@ -22,6 +22,8 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "args.h"
 #include "gen_durable.h"
@@ -260,4 +262,50 @@ gd_require_read_committed(const char *function)
 				 errmsg("gen_durable.%s cannot run in a REPEATABLE READ or SERIALIZABLE transaction",
 						function),
 				 errhint("Call it in a READ COMMITTED transaction (the default).")));
+}
+
+/*
+ * gd_run_in_subxact runs body(arg) in a subtransaction and returns what it
+ * returns (a row count).  The subtransaction is kept when the count is
+ * positive or keep_when_empty, rolled back otherwise.  An error rolls it
+ * back and is raised again, unless tolerate (when given) accepts it: then
+ * -1 is returned (a race the caller retries).
+ */
+int
+gd_run_in_subxact(int (*body) (void *arg), void *arg, bool keep_when_empty,
+				  bool (*tolerate) (ErrorData *edata))
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	int			rows = 0;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		rows = body(arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+		if (tolerate == NULL || !tolerate(edata))
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		return -1;
+	}
+	PG_END_TRY();
+	if (rows > 0 || keep_when_empty)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(oldcontext);
+	CurrentResourceOwner = oldowner;
+	return rows;
 }

@@ -18,7 +18,7 @@
 #include "utils/array.h"
 #include "utils/timestamp.h"
 
-#define GD_PLAN_MAX_ARGS	24
+#define GD_PLAN_MAX_ARGS	32
 
 /*
  * A statement of the engine: its text and parameter types are fixed at
@@ -49,5 +49,7 @@ extern int	gd_array_int8(ArrayType *array, const char *argname, bool capped,
 
 extern TimestampTz gd_add_interval(TimestampTz ts, Interval *span);
 extern void gd_require_read_committed(const char *function);
+extern int	gd_run_in_subxact(int (*body) (void *arg), void *arg, bool keep_when_empty,
+							  bool (*tolerate) (ErrorData *edata));
 
 #endif							/* GD_SPI_UTIL_H */

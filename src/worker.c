@@ -5,7 +5,8 @@
  *
  *		Each round runs every sweep in its own short transaction: the
  *		reaper (expired leases and claims of disconnected sessions), await
- *		timeouts, GC, due-time pokes (queues whose scheduled rows fell due
+ *		timeouts, GC, the limiter's buckets (at most once a second),
+ *		due-time pokes (queues whose scheduled rows fell due
  *		since the last round wake their long-poll pickers) and the NOTIFY
  *		pokes of queues made runnable by commits (at most one per queue per
  *		GD_POKE_WINDOW_MS, SEMANTICS D17).  An error in one sweep is logged
@@ -44,6 +45,7 @@
 #include "utils/snapmgr.h"
 
 #include "aftercommit.h"
+#include "buckets.h"
 #include "gen_durable.h"
 #include "launcher.h"
 #include "maintenance.h"
@@ -65,6 +67,9 @@
 
 /* the longest back-off for a deadline that cannot be acted on yet */
 #define GD_MAX_PAST_DUE_SLEEP_MS	1000
+
+/* the least time between two repairs of the limiter's buckets */
+#define GD_BUCKET_SWEEP_MS	1000
 
 /* the shortest sleep after a round that had an error */
 #define GD_ERROR_BACKOFF_MS 1000
@@ -193,6 +198,24 @@ sweep_gc(Round *r)
 
 	limit_lock_waits();
 	gd_sweep_gc(r->now, &counts);
+}
+
+/*
+ * sweep_buckets runs rate-bucket GC and the gate reconcile (buckets.c),
+ * at most once per GD_BUCKET_SWEEP_MS: they are a safety net, not a hot
+ * path.
+ */
+static void
+sweep_buckets(Round *r)
+{
+	static TimestampTz last = 0;
+	BucketCounts counts = {0};
+
+	if (last != 0 && !TimestampDifferenceExceeds(last, r->now, GD_BUCKET_SWEEP_MS))
+		return;
+	last = r->now;
+	limit_lock_waits();
+	gd_sweep_buckets(r->now, &counts);
 }
 
 /*
@@ -470,6 +493,7 @@ gd_worker_main(Datum main_arg)
 			run_step(sweep_reaper, "gen_durable: reaper", &round);
 			run_step(sweep_timeouts, "gen_durable: await timeouts", &round);
 			run_step(sweep_gc, "gen_durable: gc", &round);
+			run_step(sweep_buckets, "gen_durable: limiter buckets", &round);
 			run_step(sweep_due, "gen_durable: due-time pokes", &round);
 			run_step(sweep_notify, "gen_durable: notify", &round);
 			pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ROUNDS], 1);
