@@ -8,11 +8,11 @@
  *		flips only those to executing, all in one transaction: denied rows
  *		are never written.  flush asks the same of the steps it continues
  *		inline, and admit() offers it on its own.  One admission is:
- *		1. lock   - the bucket rows of every key the candidates name, in
- *		            (kind, key, shard) order, FOR UPDATE SKIP LOCKED: shards
- *		            another pick holds are simply not available to this one
- *		            (I-19); with each key, its policy from gen_durable.limits
- *		            and whether it has bucket rows at all;
+ *		1. lock   - for every key the candidates name, enough of its bucket
+ *		            rows to cover what they ask, FOR UPDATE SKIP LOCKED:
+ *		            shards another pick holds are simply not available to
+ *		            this one (I-19); with each key, its policy from
+ *		            gen_durable.limits and whether it has bucket rows at all;
  *		2. decide - in C, candidates in claim order: a gated candidate takes
  *		            a slot of the fullest shard of its key; a rate-limited
  *		            one is granted while the cumulative weight of its key
@@ -46,6 +46,7 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 #include "admit.h"
@@ -59,28 +60,40 @@ PG_FUNCTION_INFO_V1(gen_durable_admit);
 /* what the weights of one batch may be off by, from float sums */
 #define GD_TOKEN_EPSILON	1e-9
 
-/* step 1: every key's policy and its bucket rows, locked */
+/*
+ * step 1: every key's policy and bucket rows, locked.  A key without a
+ * policy (dropped since the candidates were read) locks nothing and
+ * admits nothing.  Per key ($3: the
+ * slots or tokens its candidates ask for) only as many shards as should
+ * cover it, plus one: a gate's fullest shards first, a rate key's shards
+ * from a per-backend offset ($4), so that concurrent picks of one hot key
+ * lock different shards rather than all of them.  Taking fewer shards
+ * only ever admits less.  SKIP LOCKED never waits, so no order among
+ * pickers can deadlock; credits, which wait, lock in (key, shard) order.
+ */
 static GdPlan lock_plan = {
-	"WITH k AS ("
-	"  SELECT DISTINCT kind, key"
-	"    FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]))"
-	"         AS k(kind, key)"
-	"), g AS ("
-	"  SELECT b.kind, b.key, b.shard, b.available, b.last_refill"
-	"    FROM gen_durable.buckets b JOIN k ON b.kind = k.kind AND b.key = k.key"
-	"   ORDER BY b.kind, b.key, b.shard"
-	"   FOR UPDATE OF b SKIP LOCKED"
-	")"
 	"SELECT k.kind, k.key, l.rate, l.capacity, l.shards,"
 	"       EXISTS (SELECT 1 FROM gen_durable.buckets w"
 	"                WHERE w.kind = k.kind AND w.key = k.key) AS warm,"
 	"       g.shard, g.available, g.last_refill"
-	"  FROM k"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),"
+	"                  pg_catalog.unnest($3::float8[])) AS k(kind, key, need)"
 	"  LEFT JOIN gen_durable.limits l"
 	"         ON l.kind = k.kind AND l.name = pg_catalog.split_part(k.key, ':', 1)"
-	"  LEFT JOIN g ON g.kind = k.kind AND g.key = k.key",
-	2,
-	{TEXTARRAYOID, TEXTARRAYOID}
+	"  LEFT JOIN LATERAL ("
+	"    SELECT b.shard, b.available, b.last_refill FROM gen_durable.buckets b"
+	"     WHERE b.kind = k.kind AND b.key = k.key"
+	"       AND (k.kind = 'rate' OR b.available >= 1)"
+	"     ORDER BY CASE WHEN k.kind = 'conc' THEN -b.available"
+	"                   ELSE ((b.shard + $4) % COALESCE(l.shards, 1))::float8 END,"
+	"              b.shard"
+	"     LIMIT CASE WHEN l.shards IS NULL THEN 0"
+	"                ELSE LEAST(l.shards, pg_catalog.ceil(k.need / GREATEST(1e-9,"
+	"                       CASE WHEN k.kind = 'conc' THEN pg_catalog.floor(l.capacity / l.shards)"
+	"                            ELSE l.capacity / l.shards END))::int + 1) END"
+	"     FOR UPDATE OF b SKIP LOCKED) g ON true",
+	4,
+	{TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4OID}
 };
 
 /*
@@ -287,14 +300,16 @@ rate_shard_tokens(KeyState *k, double available, bool has_refill, TimestampTz la
 /*
  * read_keys runs the lock statement and fills every key's policy and
  * shards: the locked rows of a warm key, every shard at full capacity for
- * a cold key with a policy, none for a cold key without one.
+ * a cold key with a policy, none for a key without one.
  */
 static void
 read_keys(Admission *a)
 {
 	Datum	   *kinds = palloc(sizeof(Datum) * a->nkeys);
 	Datum	   *names = palloc(sizeof(Datum) * a->nkeys);
-	Datum		values[2];
+	Datum	   *needs = palloc0(sizeof(Datum) * a->nkeys);
+	double	   *need = palloc0(sizeof(double) * a->nkeys);
+	Datum		values[4];
 	int			rows;
 	int			i;
 	int			r;
@@ -313,8 +328,19 @@ read_keys(Admission *a)
 		k->refused = false;
 		k->wanted = k->denied = 0;
 	}
+	for (i = 0; i < a->n; i++)
+	{
+		if (a->gate_key[i] >= 0)
+			need[a->gate_key[i]] += 1;
+		if (a->rate_key[i] >= 0)
+			need[a->rate_key[i]] += a->cands[i].weight;
+	}
+	for (i = 0; i < a->nkeys; i++)
+		needs[i] = Float8GetDatum(need[i]);
 	values[0] = PointerGetDatum(gd_array(kinds, NULL, a->nkeys, TEXTOID));
 	values[1] = PointerGetDatum(gd_array(names, NULL, a->nkeys, TEXTOID));
+	values[2] = PointerGetDatum(gd_array(needs, NULL, a->nkeys, FLOAT8OID));
+	values[3] = Int32GetDatum(MyProcPid);
 	rows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 
 	for (r = 0; r < rows; r++)
@@ -354,11 +380,10 @@ read_keys(Admission *a)
 
 			if (!k->rate)
 				add_shard(k, shard, 0, floor(available + GD_TOKEN_EPSILON));
-			else if (k->configured)
+			else
 				add_shard(k, shard, k->limit_capacity / k->limit_shards,
 						  rate_shard_tokens(k, available, !isnull,
 											DatumGetTimestampTz(refill), a->clock));
-			/* a rate key without a policy is never granted (§4.2) */
 		}
 	}
 

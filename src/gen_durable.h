@@ -44,6 +44,9 @@ extern void _PG_init(void);
  */
 #define GD_KEY_LOCK_CLASS		"26468"
 
+/* the most shards a limit may have */
+#define GD_MAX_SHARDS			1000
+
 /* claim attempts when the K=1 arbiter reports a concurrent claim (D7) */
 #define GD_CLAIM_ATTEMPTS		3
 

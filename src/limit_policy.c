@@ -45,9 +45,6 @@ PG_FUNCTION_INFO_V1(gen_durable_set_rate_limit);
 PG_FUNCTION_INFO_V1(gen_durable_set_concurrency_limit);
 PG_FUNCTION_INFO_V1(gen_durable_drop_limit);
 
-/* the most shards a limit may have */
-#define GD_MAX_SHARDS	1000
-
 static GdPlan old_policy_plan = {
 	"SELECT rate, capacity, shards FROM gen_durable.limits"
 	" WHERE kind = $1 AND name = $2 FOR UPDATE",
