@@ -187,6 +187,51 @@ SELECT gen_durable.release('hb', (:'hb_all'::bigint[])[2:51]) AS released;
 SELECT statements AS rel_50 FROM pg_temp.nested \gset
 SELECT :rel_1 AS release_1, :rel_50 AS release_50, :rel_1 = :rel_50 AS same;
 
+------------------------------------------------------------------------
+-- the limiter: a pick of 1 vs 50 rows that are gated and rate-limited over
+-- several partitions (claim + lock buckets + debit + flip), then flushing
+-- them done (+ one credit) and releasing them (+ one credit)
+------------------------------------------------------------------------
+SELECT gen_durable.set_concurrency_limit('lg', 100, 2) IS NULL AS gate,
+	   gen_durable.set_rate_limit('lr', 1000000, '1 second') IS NULL AS rate;
+SELECT count(*) AS inserted FROM gen_durable.insert_many(
+	(SELECT jsonb_agg(jsonb_build_object('fsm', 'l', 'queue', 'lq',
+										 'concurrency_key', 'lg:' || g % 7,
+										 'rate_limit', 'lr:' || g % 5))
+	   FROM generate_series(1, 120) g));
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT count(*) AS picked FROM gen_durable.pick('lq', 'lw', 1);
+SELECT statements AS lpick_1 FROM pg_temp.nested \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT count(*) AS picked FROM gen_durable.pick('lq', 'lw', 50);
+SELECT statements AS lpick_50 FROM pg_temp.nested \gset
+SELECT :lpick_1 AS limited_pick_1, :lpick_50 AS limited_pick_50, :lpick_1 = :lpick_50 AS same;
+SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'lw', 'kind', 'done'))
+	   AS ldone1 FROM (SELECT id FROM gen_durable.instances
+						WHERE queue = 'lq' AND locked_by = 'lw' ORDER BY id LIMIT 1) s \gset
+SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'lw', 'kind', 'done'))
+	   AS ldone50 FROM (SELECT id FROM gen_durable.instances
+						 WHERE queue = 'lq' AND locked_by = 'lw' ORDER BY id OFFSET 1) s \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT applied, count(*) FROM gen_durable.flush(:'ldone1') GROUP BY applied;
+SELECT statements AS ldone_1 FROM pg_temp.nested \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT applied, count(*) FROM gen_durable.flush(:'ldone50') GROUP BY applied;
+SELECT statements AS ldone_50 FROM pg_temp.nested \gset
+SELECT :ldone_1 AS gated_done_1, :ldone_50 AS gated_done_50, :ldone_1 = :ldone_50 AS same;
+SELECT count(*) FROM gen_durable.pick('lq', 'lr', 51);
+SELECT array_agg(id ORDER BY id) AS lr_all FROM gen_durable.instances WHERE locked_by = 'lr' \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT gen_durable.release('lr', (:'lr_all'::bigint[])[1:1]) AS released;
+SELECT statements AS lrel_1 FROM pg_temp.nested \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT gen_durable.release('lr', (:'lr_all'::bigint[])[2:51]) AS released;
+SELECT statements AS lrel_50 FROM pg_temp.nested \gset
+SELECT :lrel_1 AS gated_release_1, :lrel_50 AS gated_release_50, :lrel_1 = :lrel_50 AS same;
+-- every slot came back
+SELECT sum(available) = sum(capacity) AS all_slots_free
+  FROM gen_durable.buckets WHERE kind = 'conc';
+
 DROP VIEW pg_temp.nested;
 DROP EXTENSION pg_stat_statements;
 DROP EXTENSION gen_durable;

@@ -59,8 +59,13 @@ PG_FUNCTION_INFO_V1(gen_durable_pick);
  * step 1: lock the candidates, most urgent first.  A row whose concurrency
  * key names a configured gate is gated: the gate's counters limit it, not
  * the K=1 arbiter, so it skips the arbiter probe, the key lock and the
- * one-per-key window.  A row whose rate limit has no policy waits without
- * taking a place in the batch (D6).
+ * one-per-key window.  Rows that admission could not admit now do not
+ * take a place in the batch, so they cannot starve the rows behind them
+ * (pathology P4): a gated row whose key has bucket rows and no free slot,
+ * a rate-limited row whose key has fewer tokens than its weight (read
+ * without locks, refilled to now), and a row whose rate limit has no
+ * policy (it waits, D6).  These probes read the buckets without locking
+ * them: admission, under the locks, decides.
  */
 static GdPlan candidates_plan = {
 	"SELECT c.id, c.concurrency_key, c.gated, c.rate_limit, c.weight FROM ("
@@ -83,10 +88,23 @@ static GdPlan candidates_plan = {
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
 	"             AND k.busy IS NULL"
+	"             AND (g.gated IS NULL"
+	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
+	"                                  WHERE b.kind = 'conc' AND b.key = i.concurrency_key)"
+	"                  OR EXISTS (SELECT 1 FROM gen_durable.buckets b"
+	"                              WHERE b.kind = 'conc' AND b.key = i.concurrency_key"
+	"                                AND b.available >= 1))"
 	"             AND (i.rate_limit IS NULL"
 	"                  OR EXISTS (SELECT 1 FROM gen_durable.limits r"
 	"                              WHERE r.kind = 'rate'"
-	"                                AND r.name = pg_catalog.split_part(i.rate_limit, ':', 1)))"
+	"                                AND r.name = pg_catalog.split_part(i.rate_limit, ':', 1)"
+	"                                AND COALESCE((SELECT pg_catalog.sum(LEAST(r.capacity / r.shards,"
+	"                                                b.available + GREATEST(0, EXTRACT(epoch FROM"
+	"                                                  $2 - b.last_refill)::float8)"
+	"                                                * r.rate / r.shards))"
+	"                                                FROM gen_durable.buckets b"
+	"                                               WHERE b.kind = 'rate' AND b.key = i.rate_limit),"
+	"                                             r.capacity) >= i.weight))"
 	"             AND (i.concurrency_key IS NULL OR g.gated"
 	"                  OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
 	"                         pg_catalog.hashtext(i.concurrency_key)))"
