@@ -75,13 +75,13 @@ static GdPlan lock_plan = {
 	"SELECT k.kind, k.key, l.rate, l.capacity, l.shards,"
 	"       EXISTS (SELECT 1 FROM gen_durable.buckets w"
 	"                WHERE w.kind = k.kind AND w.key = k.key) AS warm,"
-	"       g.shard, g.available, g.last_refill"
+	"       g.shard, g.available, g.last_refill, g.capacity"
 	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[]),"
 	"                  pg_catalog.unnest($3::float8[])) AS k(kind, key, need)"
 	"  LEFT JOIN gen_durable.limits l"
 	"         ON l.kind = k.kind AND l.name = pg_catalog.split_part(k.key, ':', 1)"
 	"  LEFT JOIN LATERAL ("
-	"    SELECT b.shard, b.available, b.last_refill FROM gen_durable.buckets b"
+	"    SELECT b.shard, b.available, b.last_refill, b.capacity FROM gen_durable.buckets b"
 	"     WHERE b.kind = k.kind AND b.key = k.key"
 	"       AND (k.kind = 'rate' OR b.available >= 1)"
 	"     ORDER BY CASE WHEN k.kind = 'conc' THEN -b.available"
@@ -98,7 +98,10 @@ static GdPlan lock_plan = {
 
 /*
  * step 3: the debits.  Per row: value is the slots taken (conc) or the
- * tokens left (rate); mint inserts a cold key's shard.
+ * tokens left (rate); capacity is the shard's share of the limit now;
+ * mint inserts a cold key's shard.  A warm gate shard is rewritten on the
+ * row locked: its holders (capacity - available) stay, and the free slots
+ * follow the current policy.
  */
 static GdPlan debit_plan = {
 	"WITH d AS ("
@@ -108,8 +111,10 @@ static GdPlan debit_plan = {
 	"    AS d(kind, key, shard, capacity, value, mint)"
 	"), warm AS ("
 	"  UPDATE gen_durable.buckets b"
-	"     SET available = CASE WHEN d.kind = 'conc' THEN b.available - d.value ELSE d.value END,"
-	"         capacity = CASE WHEN d.kind = 'conc' THEN b.capacity ELSE d.capacity END,"
+	"     SET available = CASE WHEN d.kind = 'conc'"
+	"                          THEN GREATEST(0, d.capacity - (b.capacity - b.available)) - d.value"
+	"                          ELSE d.value END,"
+	"         capacity = d.capacity,"
 	"         last_refill = CASE WHEN d.kind = 'conc' THEN NULL ELSE $7 END"
 	"    FROM d"
 	"   WHERE NOT d.mint AND b.kind = d.kind AND b.key = d.key AND b.shard = d.shard"
@@ -379,7 +384,19 @@ read_keys(Admission *a)
 			Datum		refill = gd_result_datum(r, 9, &isnull);
 
 			if (!k->rate)
-				add_shard(k, shard, 0, floor(available + GD_TOKEN_EPSILON));
+			{
+				/*
+				 * The shard's holders, against its share of the gate now: a
+				 * shard minted under an older policy (a pick that raced
+				 * set_concurrency_limit) admits by the current one.
+				 */
+				double		stored = DatumGetFloat8(gd_result_datum(r, 10, &isnull));
+				double		cap = shard < k->limit_shards
+					? gate_shard_capacity((int) k->limit_capacity, k->limit_shards, shard) : 0;
+
+				add_shard(k, shard, cap,
+						  floor(Max(0, cap - (stored - available)) + GD_TOKEN_EPSILON));
+			}
 			else
 				add_shard(k, shard, k->limit_capacity / k->limit_shards,
 						  rate_shard_tokens(k, available, !isnull,
