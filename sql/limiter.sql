@@ -56,9 +56,9 @@ $$;
 
 -- the status of each labelled row of a queue
 CREATE FUNCTION pg_temp.rows(q text)
-RETURNS TABLE (n text, status gen_durable.status, shard smallint, runnable_untouched bool)
+RETURNS TABLE (n text, status text, shard smallint, runnable_untouched bool)
 LANGUAGE sql AS $$
-	SELECT state ->> 'n', status, concurrency_shard,
+	SELECT state ->> 'n', status::text, concurrency_shard,
 		   status = 'runnable' AND locked_by IS NULL AND updated_at = inserted_at
 	  FROM gen_durable.instances WHERE queue = q ORDER BY id
 $$;
@@ -83,25 +83,33 @@ SELECT count(*) AS baseline FROM pg_temp.moved() WHERE false;
 
 ------------------------------------------------------------------------
 -- 1. A gate of K = 3: picks of batch 2, 2, 2 over 10 runnable rows of
--- key g:a admit 2, 1, 0; partition g:b has its own K; denied rows stay
+-- key g:a admit 2, 1, 0 of them; partition g:b, whose 5 rows come after,
+-- has its own K.  Rows a full gate cannot admit do not take a place in
+-- the batch (P4): once g:a is full the picks reach g:b.  Denied rows stay
 -- runnable and untouched
 ------------------------------------------------------------------------
 SELECT gen_durable.set_concurrency_limit('g', 3);
 SELECT kind, name, rate, capacity, shards FROM gen_durable.limits;
-SELECT pg_temp.ins('q1', 10, 1, 'g:a') AS g_a, pg_temp.ins('q1', 5, 11, 'g:b') AS g_b;
+SELECT pg_temp.ins('q1', 10, 1, 'g:a') AS g_a;
+SELECT pg_temp.ins('q1', 5, 11, 'g:b') AS g_b;
+-- cold key: minted with the slots taken
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick1, pg_temp.ex('g:a') AS exec_a, pg_temp.avail('g:a') AS avail_a;
+-- one slot left for two candidates: the first gets it (throttled_conc 1)
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick2, pg_temp.ex('g:a') AS exec_a, pg_temp.avail('g:a') AS avail_a;
-SELECT pg_temp.pkn('q1', 'w1', 2) AS pick3, pg_temp.ex('g:a') AS exec_a, pg_temp.avail('g:a') AS avail_a;
--- throttled_conc: 1 (pick 2) + 2 (pick 3)
 SELECT * FROM pg_temp.moved();
--- a big batch: g:a's 7 are denied, g:b gets its own 3, its last 2 denied
-SELECT pg_temp.pkn('q1', 'w1', 20) AS pick4;
+-- g:a full: its rows are passed over, g:b's first two run
+SELECT pg_temp.pkn('q1', 'w1', 2) AS pick3, pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
+SELECT * FROM pg_temp.moved();
+-- g:b's third slot: one of the two candidates (throttled_conc 1)
+SELECT pg_temp.pkn('q1', 'w1', 2) AS pick4, pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
+SELECT * FROM pg_temp.moved();
+SELECT pg_temp.pkn('q1', 'w1', 2) AS pick5, pg_temp.pkn('q1', 'w1', 20) AS pick6;
 SELECT pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
 SELECT * FROM pg_temp.bk('g:%');
-SELECT * FROM pg_temp.moved();
 -- admitted rows hold shard 0; denied rows were never written
 SELECT * FROM pg_temp.rows('q1');
-SELECT pg_temp.pk('q1', 'w1', 20) AS nothing_more;
+-- nothing counted: full gates' rows were not candidates
+SELECT * FROM pg_temp.moved();
 -- a key whose name has no gate is the K=1 regime: one at a time, no buckets
 SELECT pg_temp.ins('q1k', 3, 1, 'k1:a') AS k1;
 SELECT pg_temp.pkn('q1k', 'w1') AS k1_pick, pg_temp.pkn('q1k', 'w1') AS k1_again, pg_temp.ex('k1:a') AS exec;
@@ -152,7 +160,7 @@ $$;
 SELECT pg_temp.hold('done') AS h_done, pg_temp.hold('fail') AS h_fail,
 	   pg_temp.hold('next') AS h_next, pg_temp.hold('retry') AS h_retry,
 	   pg_temp.hold('await') AS h_await, pg_temp.hold('spawn') AS h_spawn,
-	   pg_temp.hold('budget', max_steps => 1) AS h_budget,
+	   pg_temp.hold('budget', max_steps => 2) AS h_budget,
 	   pg_temp.hold('cancel') AS h_cancel, pg_temp.hold('failfn') AS h_failfn,
 	   pg_temp.hold('release') AS h_release, pg_temp.hold('reap') AS h_reap \gset
 -- every key: 2 held, 0 free, the third row denied (throttled_conc 11)
@@ -182,21 +190,25 @@ SELECT * FROM pg_temp.out1(:h_spawn, 'w_spawn', 'spawn',
 SELECT status, children_pending FROM gen_durable.instances WHERE id = :h_spawn;
 SELECT * FROM pg_temp.freed('spawn');
 -- a next with "continue": true that keeps its key keeps its slot: nothing
--- freed, the third row stays denied; then the outcome that would exceed
--- max_steps = 1 fails the row with budget_exhausted and frees the slot
-SELECT id = :h_budget AS same_row, applied, detail, job ->> 'step' AS step
+-- freed, the third row stays denied (max_steps = 2)
+SELECT applied, detail, job ->> 'step' AS step, job ->> 'steps' AS steps
   FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
 	'id', :h_budget, 'worker', 'w_budget', 'kind', 'next', 'step', 'two', 'continue', true)));
 SELECT status, step, concurrency_shard, pg_temp.avail('x:budget') AS avail
   FROM gen_durable.instances WHERE id = :h_budget;
 SELECT pg_temp.pk('q_budget', 'w2_budget') AS denied_still, pg_temp.avail('x:budget') AS avail;
--- the same with the key named explicitly
-SELECT applied, job ->> 'step' AS step, pg_temp.avail('x:budget') AS avail
+-- the same with its key named again
+SELECT applied, detail, job ->> 'step' AS step, job ->> 'steps' AS steps
   FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
 	'id', :h_budget, 'worker', 'w_budget', 'kind', 'next', 'step', 'three', 'continue', true,
 	'concurrency_key', 'x:budget')));
-SELECT * FROM pg_temp.out1(:h_budget, 'w_budget', 'next', '{"step": "four"}');
-SELECT status, error ->> 'reason' AS reason FROM gen_durable.instances WHERE id = :h_budget;
+SELECT status, step, concurrency_shard, pg_temp.avail('x:budget') AS avail
+  FROM gen_durable.instances WHERE id = :h_budget;
+-- the outcome that would exceed max_steps fails the row (budget_exhausted)
+-- and frees the slot
+SELECT * FROM pg_temp.out1(:h_budget, 'w_budget', 'next', '{"step": "four", "continue": true}');
+SELECT status, step, error ->> 'reason' AS reason, concurrency_shard
+  FROM gen_durable.instances WHERE id = :h_budget;
 SELECT * FROM pg_temp.freed('budget');
 -- cancel()
 SELECT gen_durable.cancel(:h_cancel) AS cancelled;
@@ -229,8 +241,22 @@ SELECT * FROM pg_temp.out1(:fe_bad, 'w_fe', 'fail', '{"error": {"why": "bad"}}')
 SELECT state ->> 'n' AS n, status, concurrency_shard FROM gen_durable.instances
  WHERE parent_id = :fe ORDER BY child_index;
 SELECT * FROM pg_temp.freed('fe');
--- every x key: 2 held, 0 free, as before; throttled_conc counted the
--- third rows denied by the continues' keys (2 in all: budget)
+-- cancel() of a parent: its executing child (of key x:kid) is cancelled
+-- with it and the child's slot returned
+SELECT gen_durable.insert('kp', queue => 'q_kid_parent') AS kp \gset
+SELECT pg_temp.pk('q_kid_parent', 'w_kid') AS picked;
+SELECT * FROM pg_temp.out1(:kp, 'w_kid', 'spawn',
+	'{"step": "joined", "children": [
+	   {"fsm": "kid", "queue": "q_kid", "concurrency_key": "x:kid", "state": {"n": 1}}]}');
+SELECT pg_temp.ins('q_kid', 2, 2, 'x:kid') AS more;
+SELECT pg_temp.pkn('q_kid', 'w_kid') AS kid_pick, pg_temp.avail('x:kid') AS avail;
+SELECT gen_durable.cancel(:kp) AS cancelled;
+SELECT state ->> 'n' AS n, status, concurrency_shard FROM gen_durable.instances WHERE parent_id = :kp;
+SELECT * FROM pg_temp.freed('kid');
+-- every x key: 2 held, 0 free, as before.  throttled_conc 5: where the
+-- exited row was runnable again (next, release, reap) or a cold key met
+-- three candidates (fe, kid), one of two candidates got the free slot;
+-- a full key's rows are not candidates (denied_still)
 SELECT key, capacity, available, pg_temp.ex(key) AS executing
   FROM gen_durable.buckets WHERE key LIKE 'x:%' ORDER BY key;
 SELECT * FROM pg_temp.moved();
@@ -241,39 +267,47 @@ SELECT * FROM pg_temp.moved();
 SELECT gen_durable.set_rate_limit('r', 3, '1 day');
 SELECT kind, name, rate * 86400 AS per_day, capacity, shards FROM gen_durable.limits WHERE kind = 'rate';
 SELECT pg_temp.ins('q3', 6, 1, rl => 'r') AS r_rows;
--- 3 granted (cold key minted with 0 left), then denied
+-- 3 granted (cold key minted with 0 left), then none: with no token left
+-- its rows are not even candidates
 SELECT pg_temp.pkn('q3', 'w3') AS granted, pg_temp.pkn('q3', 'w3') AS none;
 SELECT * FROM pg_temp.bk('r');
--- throttled_rate: 3 + 3
+-- throttled_rate 3: rows 4 to 6 in the first pick
 SELECT * FROM pg_temp.moved();
 -- 8 hours later one token has come back: one more
 UPDATE gen_durable.buckets SET last_refill = last_refill - interval '8 hours' WHERE key = 'r';
 SELECT pg_temp.pkn('q3', 'w3') AS after_8h, pg_temp.pkn('q3', 'w3') AS again;
 SELECT * FROM pg_temp.bk('r');
--- 100 days later the bucket holds its burst (3), not more: 2 rows left, both run
+-- 100 days later the bucket holds its burst (3), not more: the 2 rows
+-- left run, 1 token remains, and of 2 more rows 1 runs
 UPDATE gen_durable.buckets SET last_refill = last_refill - interval '100 days' WHERE key = 'r';
 SELECT pg_temp.pkn('q3', 'w3') AS after_100d;
 SELECT * FROM pg_temp.bk('r');
 SELECT pg_temp.ins('q3', 2, 7, rl => 'r') AS more;
-SELECT pg_temp.pkn('q3', 'w3') AS capped;
+SELECT pg_temp.pkn('q3', 'w3') AS one_more;
 SELECT * FROM pg_temp.bk('r');
+-- throttled_rate 3: 2 rows after 8 hours, 1 at the end
 SELECT * FROM pg_temp.moved();
 
--- weights: 4 per day; rows of weights 1, 2, 2, 1: the first two take 3
--- tokens; the third (2) does not fit in the 1 left and the fourth (1),
--- which would, is not let past it
+-- weights: 4 per day; rows of weights 1, 2, 2, 1.  In one pick the first
+-- two take 3 tokens; the third (2) does not fit in the 1 left, and the
+-- fourth (1), which would, is not let past it in that pick
 SELECT gen_durable.set_rate_limit('rw', 4, '1 day');
 SELECT pg_temp.ins('q3w', 1, 1, rl => 'rw', wt => 1) + pg_temp.ins('q3w', 1, 2, rl => 'rw', wt => 2)
 	 + pg_temp.ins('q3w', 1, 3, rl => 'rw', wt => 2) + pg_temp.ins('q3w', 1, 4, rl => 'rw', wt => 1) AS rows;
 SELECT pg_temp.pkn('q3w', 'w3') AS granted;
 SELECT * FROM pg_temp.bk('rw');
-SELECT pg_temp.pkn('q3w', 'w3') AS head_blocks;
+-- throttled_rate 2 (rows 3 and 4)
 SELECT * FROM pg_temp.moved();
--- 6 hours later: 2 tokens, the heavy head runs, the last row still waits
-UPDATE gen_durable.buckets SET last_refill = last_refill - interval '6 hours' WHERE key = 'rw';
-SELECT pg_temp.pkn('q3w', 'w3') AS after_6h;
+-- the next pick: row 3 needs more tokens than the key has, so it takes
+-- no place in the batch (P4) and row 4 runs
+SELECT pg_temp.pkn('q3w', 'w3') AS next_pick;
+SELECT * FROM pg_temp.bk('rw');
+-- 12 hours later: 2 tokens, row 3 runs
+UPDATE gen_durable.buckets SET last_refill = last_refill - interval '12 hours' WHERE key = 'rw';
+SELECT pg_temp.pkn('q3w', 'w3') AS after_12h;
 SELECT * FROM pg_temp.bk('rw');
 SELECT * FROM pg_temp.rows('q3w');
+SELECT * FROM pg_temp.moved();
 
 -- partitions: r:p1 and r:p2 each have a bucket of their own
 SELECT pg_temp.ins('q3p', 4, 1, rl => 'r:p1') + pg_temp.ins('q3p', 4, 5, rl => 'r:p2') AS rows;
@@ -306,10 +340,12 @@ SELECT * FROM pg_temp.moved();
 ------------------------------------------------------------------------
 SELECT pg_temp.ins('q4', 2, 1, rl => 'nope:a') AS rows;
 SELECT gen_durable.insert('lim', '{"n": 3}', queue => 'q4') IS NOT NULL AS keyless;
+\set VERBOSITY default
 SELECT ord, created FROM gen_durable.insert_many(
 	'[{"fsm": "lim", "queue": "q4", "rate_limit": "nope", "state": {"n": 4}},
 	  {"fsm": "lim", "queue": "q4", "rate_limit": "nada", "state": {"n": 5}},
 	  {"fsm": "lim", "queue": "q4", "rate_limit": "r", "state": {"n": 6}, "delay": "1 day"}]');
+\set VERBOSITY terse
 -- batch 1: the keyless row behind the two waiting rows is picked
 SELECT pg_temp.pkn('q4', 'w4', 1) AS picked, pg_temp.pkn('q4', 'w4', 1) AS nothing;
 SELECT queue, due, scheduled, executing, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q4';
@@ -319,6 +355,16 @@ SELECT * FROM pg_temp.moved();
 SELECT id AS k4 FROM gen_durable.instances WHERE queue = 'q4' AND state ->> 'n' = '3' \gset
 SELECT * FROM pg_temp.out1(:k4, 'w4', 'next', '{"step": "two", "rate_limit": "nope:b"}');
 SELECT queue, due, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q4';
+SELECT * FROM pg_temp.moved();
+-- a continue to a step with an unconfigured rate limit: a warning, and
+-- it is not continued (requeued, saying why; not counted as throttled)
+SELECT gen_durable.insert('lim', '{"n": 7}', queue => 'q4c') AS k7 \gset
+SELECT pg_temp.pk('q4c', 'w4') AS picked;
+SELECT applied, detail, job IS NULL AS no_job
+  FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
+	'id', :k7, 'worker', 'w4', 'kind', 'next', 'step', 'two', 'rate_limit', 'nope:c',
+	'continue', true)));
+SELECT status, step, rate_limit FROM gen_durable.instances WHERE id = :k7;
 SELECT * FROM pg_temp.moved();
 -- configured: they become pickable (nada still waits)
 SELECT gen_durable.set_rate_limit('nope', 10, '1 day');
@@ -342,12 +388,15 @@ SELECT * FROM pg_temp.bk('c5');
 SELECT gen_durable.set_concurrency_limit('c5', 4);
 SELECT * FROM pg_temp.bk('c5');
 SELECT pg_temp.pk('q5', 'w5') AS picked, pg_temp.ex('c5') AS executing;
--- lowering it to 1: no free slot (max(0, 1 - 4)) ...
+-- lowering it to 1 while 4 execute: the bucket keeps accounting for its 4
+-- holders (capacity 4, available 0), and admits only while fewer holders
+-- than the new max hold a slot ...
 SELECT gen_durable.set_concurrency_limit('c5', 1);
 SELECT * FROM pg_temp.bk('c5');
 SELECT pg_temp.pk('q5', 'w5') AS picked, pg_temp.ex('c5') AS executing;
--- ... and none while 1 or more of the 4 still execute: finishing 1, 2,
--- then 3 of them frees nothing; finishing the 4th frees the one slot
+-- ... so while 1 or more of the 4 still execute nothing is admitted:
+-- finishing 1, 2, then 3 of them returns their slots (available climbs)
+-- but frees none under max 1; finishing the 4th frees the one slot
 CREATE FUNCTION pg_temp.finish_one(k text, w text) RETURNS text
 LANGUAGE sql AS $$
 	SELECT f.applied FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
@@ -363,6 +412,9 @@ SELECT pg_temp.finish_one('c5', 'w5') AS finished, pg_temp.avail('c5') AS avail,
 	   pg_temp.pk('q5', 'w5') AS picked, pg_temp.ex('c5') AS executing;
 SELECT pg_temp.finish_one('c5', 'w5') AS finished, pg_temp.avail('c5') AS avail,
 	   pg_temp.pk('q5', 'w5') AS picked, pg_temp.ex('c5') AS executing;
+-- gate_shards_repaired 1 (raising to 4; lowering to 1 found the bucket
+-- already accounting for its 4 holders); throttled_conc 13: 6 and 4
+-- rows denied by the first two picks, 3 by the last
 SELECT * FROM pg_temp.moved();
 
 -- a gate's shards: K = 4 over 2 shards (2 + 2) fills the fullest shard first
@@ -378,12 +430,13 @@ SELECT * FROM pg_temp.bk('c6');
 SELECT concurrency_shard AS shard, count(*) FROM gen_durable.instances
  WHERE concurrency_key = 'c6' AND status = 'executing' GROUP BY 1 ORDER BY 1;
 SELECT pg_temp.pk('q6', 'w6') AS picked;
+SELECT * FROM pg_temp.moved();
 -- up to 4 shards (1 each) while 4 execute: still no free slot in all
 SELECT gen_durable.set_concurrency_limit('c6', 4, 4);
 SELECT count(*) AS shards, sum(capacity) AS capacity, sum(available) AS available
   FROM gen_durable.buckets WHERE kind = 'conc' AND key = 'c6';
 SELECT pg_temp.pk('q6', 'w6') AS picked, pg_temp.ex('c6') AS executing;
-SELECT * FROM pg_temp.moved();
+SELECT coalesce(sum(delta), 0) AS throttled_conc FROM pg_temp.moved() WHERE counter = 'throttled_conc';
 
 -- a rate limit's shards: its keys are re-minted, keeping their tokens
 SELECT gen_durable.set_rate_limit('rs', 4, '1 day');
@@ -447,7 +500,9 @@ SELECT * FROM pg_temp.bk('ra');
 SELECT admitted FROM gen_durable.admit(ARRAY[:a1]::bigint[], 'someone_else');
 SELECT admitted FROM gen_durable.admit(ARRAY[-1]::bigint[], 'w6a');
 SELECT status, locked_by FROM gen_durable.instances WHERE queue = 'q6a' ORDER BY id;
--- a row claimed under K=1 before its gate existed takes a slot through admit()
+-- a row claimed under K=1 before its gate existed gets a slot when the gate
+-- is set (set_concurrency_limit counts it as a holder), so admit() admits
+-- it without taking another
 SELECT pg_temp.ins('q6g', 1, 1, 'ag:1') AS rows;
 SELECT pg_temp.pk('q6g', 'w6g') AS picked;
 SELECT id AS g1 FROM gen_durable.instances WHERE queue = 'q6g' \gset
@@ -530,6 +585,9 @@ SELECT count(gen_durable.cancel(id)) AS cancel_calls FROM gen_durable.instances
 SELECT count(*) AS live FROM gen_durable.instances WHERE status NOT IN ('done', 'failed', 'cancelled');
 SELECT count(*) AS conc_buckets, count(*) FILTER (WHERE available = capacity) AS full
   FROM gen_durable.buckets WHERE kind = 'conc';
+-- none is left short: every slot taken came back
+SELECT key, capacity, available FROM gen_durable.buckets
+ WHERE kind = 'conc' AND available <> capacity;
 SELECT gen_durable.run_maintenance() - 'gc_deleted' AS maintenance;
 SELECT count(*) AS conc_buckets FROM gen_durable.buckets WHERE kind = 'conc';
 SELECT * FROM pg_temp.moved();

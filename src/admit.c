@@ -83,7 +83,9 @@ static GdPlan lock_plan = {
 	"  LEFT JOIN LATERAL ("
 	"    SELECT b.shard, b.available, b.last_refill, b.capacity FROM gen_durable.buckets b"
 	"     WHERE b.kind = k.kind AND b.key = k.key"
-	"       AND (k.kind = 'rate' OR b.available >= 1)"
+	"       AND (k.kind = 'rate' OR b.available - b.capacity"
+	"              + pg_catalog.floor(l.capacity / l.shards)"
+	"              + CASE WHEN b.shard < l.capacity::int % l.shards THEN 1 ELSE 0 END >= 1)"
 	"     ORDER BY CASE WHEN k.kind = 'conc' THEN -b.available"
 	"                   ELSE ((b.shard + $4) % COALESCE(l.shards, 1))::float8 END,"
 	"              b.shard"
@@ -163,8 +165,6 @@ typedef struct KeyState
 	double		tokens;			/* rate: sum of avail */
 	double		granted;		/* rate: weight granted to this batch */
 	bool		refused;		/* rate: a candidate was refused */
-	int			wanted;			/* candidates that asked */
-	int			denied;			/* of which were denied by this key */
 } KeyState;
 
 /* one admission over a batch of candidates */
@@ -331,7 +331,6 @@ read_keys(Admission *a)
 		k->nshards = 0;
 		k->tokens = k->granted = 0;
 		k->refused = false;
-		k->wanted = k->denied = 0;
 	}
 	for (i = 0; i < a->n; i++)
 	{
@@ -472,7 +471,6 @@ decide(Admission *a)
 		c->denial = DENIED_NOT;
 		if (gate)
 		{
-			gate->wanted++;
 			if (c->gate == GATE_IF_CONFIGURED && !gate->configured)
 			{
 				c->denial = DENIED_UNCONFIGURED;
@@ -482,18 +480,20 @@ decide(Admission *a)
 			if (shard < 0)
 			{
 				c->denial = DENIED_GATE;
-				gate->denied++;
 				continue;
 			}
 		}
+		if (rate && !rate->configured)
+		{
+			c->denial = DENIED_UNKNOWN_RATE;
+			continue;
+		}
 		if (rate)
 		{
-			rate->wanted++;
 			if (rate->refused ||
 				rate->granted + c->weight > rate->tokens + GD_TOKEN_EPSILON)
 			{
 				rate->refused = true;
-				rate->denied++;
 				c->denial = DENIED_RATE;
 				continue;
 			}

@@ -30,6 +30,7 @@ typedef enum AdmitDenial
 	DENIED_GATE,				/* every slot of its gate key is taken */
 	DENIED_RATE,				/* its rate limit has too few tokens */
 	DENIED_UNCONFIGURED,		/* GATE_IF_CONFIGURED, and it is not a gate */
+	DENIED_UNKNOWN_RATE,		/* its rate limit is not configured */
 	DENIED_CONTENDED			/* admission kept racing other pickers */
 } AdmitDenial;
 

@@ -12,8 +12,12 @@
  *		  its policy is gone; all shards or none (I-18), and never a key of
  *		  rate 0 (a re-mint would grant a fresh burst);
  *		- gate reconcile recomputes every gate shard from the executing rows
- *		  that hold its slots: capacity is the shard's share of the gate,
- *		  available = max(0, capacity - held).  Whole keys with no holder go
+ *		  that hold its slots: available = capacity - held, where capacity
+ *		  is the shard's share of the gate, or the holders when there are
+ *		  more (a gate lowered under running rows): the rows a shard
+ *		  accounts for are always capacity - available, so credits bring it
+ *		  back exactly, and admission lets a row in only while the holders
+ *		  are fewer than the share (admit.c).  Whole keys with no holder go
  *		  (cold = full); shards beyond the gate's shard count, or of a gate
  *		  that was dropped, go once nothing holds them; missing shards of a
  *		  key in use are minted (backfill).  A row executing under a gate's
@@ -103,8 +107,8 @@ static GdPlan gate_dirty_plan = {
 	"    LEFT JOIN want w ON w.key = b.key AND w.shard = b.shard"
 	"    LEFT JOIN held h ON h.key = b.key AND h.shard = b.shard"
 	"   WHERE b.kind = 'conc'"
-	"     AND (w.key IS NULL OR b.capacity <> w.cap"
-	"          OR b.available <> GREATEST(0, w.cap - COALESCE(h.n, 0)))"
+	"     AND (w.key IS NULL OR b.capacity <> GREATEST(w.cap, COALESCE(h.n, 0))"
+	"          OR b.available <> GREATEST(w.cap, COALESCE(h.n, 0)) - COALESCE(h.n, 0))"
 	"  UNION"
 	"  SELECT w.key FROM want w"
 	"   WHERE NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
@@ -162,16 +166,19 @@ static GdPlan gate_repair_plan = {
 	"  RETURNING 1"
 	"), heal AS ("
 	"  UPDATE gen_durable.buckets b"
-	"     SET capacity = w.cap, available = GREATEST(0, w.cap - COALESCE(h.n, 0))"
+	"     SET capacity = GREATEST(w.cap, COALESCE(h.n, 0)),"
+	"         available = GREATEST(w.cap, COALESCE(h.n, 0)) - COALESCE(h.n, 0)"
 	"    FROM lk JOIN want w ON w.key = lk.key AND w.shard = lk.shard"
 	"         LEFT JOIN held h ON h.key = lk.key AND h.shard = lk.shard"
 	"   WHERE b.kind = 'conc' AND b.key = lk.key AND b.shard = lk.shard"
 	"     AND lk.key NOT IN (SELECT key FROM idle)"
-	"     AND (b.capacity <> w.cap OR b.available <> GREATEST(0, w.cap - COALESCE(h.n, 0)))"
+	"     AND (b.capacity <> GREATEST(w.cap, COALESCE(h.n, 0))"
+	"          OR b.available <> GREATEST(w.cap, COALESCE(h.n, 0)) - COALESCE(h.n, 0))"
 	"  RETURNING 1"
 	"), mint AS ("
 	"  INSERT INTO gen_durable.buckets (kind, key, shard, capacity, available, last_refill)"
-	"  SELECT 'conc', w.key, w.shard, w.cap, GREATEST(0, w.cap - COALESCE(h.n, 0)), NULL"
+	"  SELECT 'conc', w.key, w.shard, GREATEST(w.cap, COALESCE(h.n, 0)),"
+	"         GREATEST(w.cap, COALESCE(h.n, 0)) - COALESCE(h.n, 0), NULL"
 	"    FROM want w LEFT JOIN held h ON h.key = w.key AND h.shard = w.shard"
 	"   WHERE w.key NOT IN (SELECT key FROM idle)"
 	"     AND NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"

@@ -764,6 +764,7 @@ admit_continues(Entry *entries, int n)
 		e->applied = "requeued";
 		e->detail = cands[i].denial == DENIED_UNCONFIGURED
 			? "a step with a new unconfigured concurrency key is not continued inline"
+			: cands[i].denial == DENIED_UNKNOWN_RATE ? "its rate limit is not configured"
 			: cands[i].denial == DENIED_CONTENDED ? "admission contended" : "throttled";
 	}
 }

@@ -12,8 +12,8 @@
  *		  (admit.c refills and caps from the policy); a new shard count
  *		  re-mints every key of the limit with the tokens it had, spread
  *		  over the new shards (A-16);
- *		- a gate's change moves the slots that executing rows hold onto the
- *		  new shards and rebuilds its buckets from those rows (buckets.c);
+ *		- a gate's change spreads the slots that executing rows hold over its
+ *		  shards and rebuilds its buckets from those rows (buckets.c);
  *		- dropping a rate limit drops its buckets (its rows then wait, as
  *		  for any unknown name); dropping a gate makes its keys K=1 keys
  *		  again for new claims, while rows already running under it finish
@@ -95,10 +95,20 @@ static GdPlan rate_put_plan = {
 	{TEXTARRAYOID, FLOAT8ARRAYOID, FLOAT8OID, INT4OID, TIMESTAMPTZOID}
 };
 
-/* a gate's executing rows move their slots onto its new shards */
+/*
+ * A gate's executing rows (also those claimed before it existed, which
+ * hold no slot yet) spread their slots round-robin over its shards: with
+ * at most K holders, no shard then holds more than its share.
+ */
 static GdPlan restamp_plan = {
-	"UPDATE gen_durable.instances SET concurrency_shard = concurrency_shard % $2"
-	" WHERE status = 'executing' AND concurrency_name = $1 AND concurrency_shard >= $2",
+	"UPDATE gen_durable.instances i"
+	"   SET concurrency_shard = (r.n % $2)::int2"
+	"  FROM (SELECT id, pg_catalog.row_number() OVER"
+	"                 (PARTITION BY concurrency_key ORDER BY id) - 1 AS n"
+	"          FROM gen_durable.instances"
+	"         WHERE status = 'executing' AND concurrency_name = $1) r"
+	" WHERE i.id = r.id AND i.status = 'executing'"
+	"   AND i.concurrency_shard IS DISTINCT FROM (r.n % $2)::int2",
 	2,
 	{TEXTOID, INT2OID}
 };
