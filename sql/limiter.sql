@@ -10,6 +10,7 @@ CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 
 \i test/regress_helpers.sql
+\i test/stats_helpers.sql
 
 -- the bucket rows of the keys matching a LIKE pattern (tokens rounded)
 CREATE FUNCTION pg_temp.bk(pat text)
@@ -63,23 +64,9 @@ LANGUAGE sql AS $$
 	  FROM gen_durable.instances WHERE queue = q ORDER BY id
 $$;
 
--- the limiter counters that changed since the previous call, and by how much
-CREATE TEMP TABLE seen (counter text PRIMARY KEY, value bigint NOT NULL);
-CREATE FUNCTION pg_temp.moved() RETURNS TABLE (counter text, delta bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY
-		SELECT s.counter, s.value - coalesce(p.value, 0)
-		  FROM gen_durable.stats s LEFT JOIN seen p ON p.counter = s.counter
-		 WHERE s.value IS DISTINCT FROM coalesce(p.value, 0)
-		   AND s.counter IN ('throttled_conc', 'throttled_rate', 'limiter_contended',
-							 'unknown_rate_limit', 'buckets_swept', 'gate_shards_repaired')
-		 ORDER BY s.counter;
-	DELETE FROM seen;
-	INSERT INTO seen SELECT s.counter, s.value FROM gen_durable.stats s;
-END
-$$;
-SELECT count(*) AS baseline FROM pg_temp.moved() WHERE false;
+-- the limiter's counters, for moved()
+\set limiter_counters '{throttled_conc, throttled_rate, limiter_contended, unknown_rate_limit, buckets_swept, gate_shards_repaired}'
+SELECT count(*) AS baseline FROM pg_temp.moved(:'limiter_counters') WHERE false;
 
 ------------------------------------------------------------------------
 -- 1. A gate of K = 3: picks of batch 2, 2, 2 over 10 runnable rows of
@@ -96,20 +83,20 @@ SELECT pg_temp.ins('q1', 5, 11, 'g:b') AS g_b;
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick1, pg_temp.ex('g:a') AS exec_a, pg_temp.avail('g:a') AS avail_a;
 -- one slot left for two candidates: the first gets it (throttled_conc 1)
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick2, pg_temp.ex('g:a') AS exec_a, pg_temp.avail('g:a') AS avail_a;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- g:a full: its rows are passed over, g:b's first two run
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick3, pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- g:b's third slot: one of the two candidates (throttled_conc 1)
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick4, pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 SELECT pg_temp.pkn('q1', 'w1', 2) AS pick5, pg_temp.pkn('q1', 'w1', 20) AS pick6;
 SELECT pg_temp.ex('g:a') AS exec_a, pg_temp.ex('g:b') AS exec_b;
 SELECT * FROM pg_temp.bk('g:%');
 -- admitted rows hold shard 0; denied rows were never written
 SELECT * FROM pg_temp.rows('q1');
 -- nothing counted: full gates' rows were not candidates
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a key whose name has no gate is the K=1 regime: one at a time, no buckets
 SELECT pg_temp.ins('q1k', 3, 1, 'k1:a') AS k1;
 SELECT pg_temp.pkn('q1k', 'w1') AS k1_pick, pg_temp.pkn('q1k', 'w1') AS k1_again, pg_temp.ex('k1:a') AS exec;
@@ -166,7 +153,7 @@ SELECT pg_temp.hold('done') AS h_done, pg_temp.hold('fail') AS h_fail,
 -- every key: 2 held, 0 free, the third row denied (throttled_conc 11)
 SELECT key, shard, capacity, available, pg_temp.ex(key) AS executing
   FROM gen_durable.buckets WHERE key LIKE 'x:%' ORDER BY key;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- flush done
 SELECT * FROM pg_temp.out1(:h_done, 'w_done', 'done');
@@ -259,7 +246,7 @@ SELECT * FROM pg_temp.freed('kid');
 -- a full key's rows are not candidates (denied_still)
 SELECT key, capacity, available, pg_temp.ex(key) AS executing
   FROM gen_durable.buckets WHERE key LIKE 'x:%' ORDER BY key;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 3. Rate limits: N per period, refill, weights, partitions, burst
@@ -272,7 +259,7 @@ SELECT pg_temp.ins('q3', 6, 1, rl => 'r') AS r_rows;
 SELECT pg_temp.pkn('q3', 'w3') AS granted, pg_temp.pkn('q3', 'w3') AS none;
 SELECT * FROM pg_temp.bk('r');
 -- throttled_rate 3: rows 4 to 6 in the first pick
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- 8 hours later one token has come back: one more
 UPDATE gen_durable.buckets SET last_refill = last_refill - interval '8 hours' WHERE key = 'r';
 SELECT pg_temp.pkn('q3', 'w3') AS after_8h, pg_temp.pkn('q3', 'w3') AS again;
@@ -286,7 +273,7 @@ SELECT pg_temp.ins('q3', 2, 7, rl => 'r') AS more;
 SELECT pg_temp.pkn('q3', 'w3') AS one_more;
 SELECT * FROM pg_temp.bk('r');
 -- throttled_rate 3: 2 rows after 8 hours, 1 at the end
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- weights: 4 per day; rows of weights 1, 2, 2, 1.  In one pick the first
 -- two take 3 tokens; the third (2) does not fit in the 1 left, and the
@@ -297,7 +284,7 @@ SELECT pg_temp.ins('q3w', 1, 1, rl => 'rw', wt => 1) + pg_temp.ins('q3w', 1, 2, 
 SELECT pg_temp.pkn('q3w', 'w3') AS granted;
 SELECT * FROM pg_temp.bk('rw');
 -- throttled_rate 2 (rows 3 and 4)
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- the next pick: row 3 needs more tokens than the key has, so it takes
 -- no place in the batch (P4) and row 4 runs
 SELECT pg_temp.pkn('q3w', 'w3') AS next_pick;
@@ -307,13 +294,13 @@ UPDATE gen_durable.buckets SET last_refill = last_refill - interval '12 hours' W
 SELECT pg_temp.pkn('q3w', 'w3') AS after_12h;
 SELECT * FROM pg_temp.bk('rw');
 SELECT * FROM pg_temp.rows('q3w');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- partitions: r:p1 and r:p2 each have a bucket of their own
 SELECT pg_temp.ins('q3p', 4, 1, rl => 'r:p1') + pg_temp.ins('q3p', 4, 5, rl => 'r:p2') AS rows;
 SELECT pg_temp.pkn('q3p', 'w3') AS granted;
 SELECT * FROM pg_temp.bk('r:%');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- burst above allowed: 1 per day, saving up to 5
 SELECT gen_durable.set_rate_limit('rb', 1, '1 day', burst => 5);
@@ -324,7 +311,7 @@ SELECT * FROM pg_temp.bk('rb');
 -- a day later one more
 UPDATE gen_durable.buckets SET last_refill = last_refill - interval '1 day' WHERE key = 'rb';
 SELECT pg_temp.pkn('q3b', 'w3') AS after_1d;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- a gated row with a rate limit needs both; a rate-denied row takes no slot
 SELECT gen_durable.set_concurrency_limit('gr', 5);
@@ -332,7 +319,7 @@ SELECT gen_durable.set_rate_limit('rr', 2, '1 day');
 SELECT pg_temp.ins('q3g', 4, 1, 'gr', 'rr') AS rows;
 SELECT pg_temp.pkn('q3g', 'w3') AS both, pg_temp.avail('gr') AS slots_left;
 SELECT * FROM pg_temp.bk('rr');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 4. Rate limits nobody configured: a WARNING, the rows wait without
@@ -350,12 +337,12 @@ SELECT ord, created FROM gen_durable.insert_many(
 SELECT pg_temp.pkn('q4', 'w4', 1) AS picked, pg_temp.pkn('q4', 'w4', 1) AS nothing;
 SELECT queue, due, scheduled, executing, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q4';
 -- unknown_rate_limit: 2 + 2 instances
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a flush 'next' to a step with an unconfigured rate limit warns too
 SELECT id AS k4 FROM gen_durable.instances WHERE queue = 'q4' AND state ->> 'n' = '3' \gset
 SELECT * FROM pg_temp.out1(:k4, 'w4', 'next', '{"step": "two", "rate_limit": "nope:b"}');
 SELECT queue, due, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q4';
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a continue to a step with an unconfigured rate limit: a warning, and
 -- it is not continued (requeued, saying why; not counted as throttled)
 SELECT gen_durable.insert('lim', '{"n": 7}', queue => 'q4c') AS k7 \gset
@@ -365,17 +352,17 @@ SELECT applied, detail, job IS NULL AS no_job
 	'id', :k7, 'worker', 'w4', 'kind', 'next', 'step', 'two', 'rate_limit', 'nope:c',
 	'continue', true)));
 SELECT status, step, rate_limit FROM gen_durable.instances WHERE id = :k7;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- configured: they become pickable (nada still waits)
 SELECT gen_durable.set_rate_limit('nope', 10, '1 day');
 SELECT queue, due, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q4';
 SELECT pg_temp.pkn('q4', 'w4') AS picked;
 SELECT * FROM pg_temp.bk('nope%');
 SELECT state ->> 'n' AS n, status, rate_limit FROM gen_durable.instances WHERE queue = 'q4' ORDER BY id;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a known rate limit at insert: no warning
 SELECT gen_durable.insert('lim', queue => 'q4', rate_limit => 'nope:c') IS NOT NULL AS quiet;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 5. Configuration changes while rows execute
@@ -415,7 +402,7 @@ SELECT pg_temp.finish_one('c5', 'w5') AS finished, pg_temp.avail('c5') AS avail,
 -- gate_shards_repaired 1 (raising to 4; lowering to 1 found the bucket
 -- already accounting for its 4 holders); throttled_conc 13: 6 and 4
 -- rows denied by the first two picks, 3 by the last
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- a gate's shards: K = 4 over 2 shards (2 + 2) fills the fullest shard first
 SELECT gen_durable.set_concurrency_limit('c6', 4, 2);
@@ -430,13 +417,13 @@ SELECT * FROM pg_temp.bk('c6');
 SELECT concurrency_shard AS shard, count(*) FROM gen_durable.instances
  WHERE concurrency_key = 'c6' AND status = 'executing' GROUP BY 1 ORDER BY 1;
 SELECT pg_temp.pk('q6', 'w6') AS picked;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- up to 4 shards (1 each) while 4 execute: still no free slot in all
 SELECT gen_durable.set_concurrency_limit('c6', 4, 4);
 SELECT count(*) AS shards, sum(capacity) AS capacity, sum(available) AS available
   FROM gen_durable.buckets WHERE kind = 'conc' AND key = 'c6';
 SELECT pg_temp.pk('q6', 'w6') AS picked, pg_temp.ex('c6') AS executing;
-SELECT coalesce(sum(delta), 0) AS throttled_conc FROM pg_temp.moved() WHERE counter = 'throttled_conc';
+SELECT coalesce(sum(delta), 0) AS throttled_conc FROM pg_temp.moved(:'limiter_counters') WHERE counter = 'throttled_conc';
 
 -- a rate limit's shards: its keys are re-minted, keeping their tokens
 SELECT gen_durable.set_rate_limit('rs', 4, '1 day');
@@ -449,7 +436,7 @@ SELECT pg_temp.pk('q5r', 'w5') AS picked;
 SELECT * FROM pg_temp.bk('rs');
 SELECT gen_durable.set_rate_limit('rs', 4, '1 day', shards => 1);
 SELECT * FROM pg_temp.bk('rs');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a cold key of a 2-shard limit mints 2 shards of burst/2
 SELECT gen_durable.set_rate_limit('rs', 4, '1 day', shards => 2);
 SELECT pg_temp.ins('q5r', 1, 7, rl => 'rs:new') AS rows;
@@ -463,7 +450,7 @@ SELECT count(*) AS rs_limits FROM gen_durable.limits WHERE name = 'rs';
 SELECT pg_temp.ins('q5r', 1, 8, rl => 'rs') AS rows;
 SELECT queue, due, unknown_rate_limit FROM gen_durable.queues WHERE queue = 'q5r';
 SELECT pg_temp.pk('q5r', 'w5') AS picked;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- drop_limit('conc'): the rows it admitted finish under it; new claims of
 -- its keys are K=1
@@ -482,7 +469,7 @@ SELECT pg_temp.pkn('q5d', 'w5') AS k1_next, pg_temp.ex('d:1') AS executing;
 -- a limit that does not exist
 SELECT gen_durable.drop_limit('conc', 'd') AS again, gen_durable.drop_limit('rate', 'never') AS never,
 	   gen_durable.drop_limit('conc', 'r') AS wrong_kind;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 6. admit(): admission on its own for the worker's claimed rows
@@ -514,7 +501,7 @@ SELECT * FROM pg_temp.bk('ag:%');
 -- holding a slot already, it is not gated again: admitted, nothing taken
 SELECT admitted FROM gen_durable.admit(ARRAY[:g1]::bigint[], 'w6g');
 SELECT * FROM pg_temp.bk('ag:%');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 7. A continue is admitted against the next step's limits
@@ -532,7 +519,7 @@ SELECT applied, detail, job IS NULL AS no_job
   FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
 	'id', :c1, 'worker', 'w7', 'kind', 'next', 'step', 's2', 'rate_limit', 'rc', 'continue', true)));
 SELECT status, step, rate_limit, locked_by IS NULL AS unclaimed FROM gen_durable.instances WHERE id = :c1;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a gated row continues under a new gated key: a slot of the new key
 -- (shard set), the old one credited
 SELECT gen_durable.set_concurrency_limit('cg', 1);
@@ -556,7 +543,7 @@ SELECT applied, detail, job IS NULL AS no_job
 	'continue', true)));
 SELECT status, concurrency_key, concurrency_shard FROM gen_durable.instances WHERE id = :c3;
 SELECT pg_temp.avail('x:cont') AS old_avail, pg_temp.avail('cg:1') AS new_avail;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- continuing under a new key whose name has no gate: not continued inline
 -- (a plain next; its old slot credited)
 SELECT pg_temp.ins('q7h', 1, 3, 'x:cont') AS rows;
@@ -573,7 +560,7 @@ SELECT * FROM pg_temp.out1(:c2, 'w7', 'next',
 	'{"step": "s2", "concurrency_key": null, "continue": true}');
 SELECT status, concurrency_key, concurrency_shard FROM gen_durable.instances WHERE id = :c2;
 SELECT pg_temp.avail('cg:1') AS cg_avail;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 8. Maintenance: rate GC and gate reconcile
@@ -590,7 +577,7 @@ SELECT key, capacity, available FROM gen_durable.buckets
  WHERE kind = 'conc' AND available <> capacity;
 SELECT gen_durable.run_maintenance() - 'gc_deleted' AS maintenance;
 SELECT count(*) AS conc_buckets FROM gen_durable.buckets WHERE kind = 'conc';
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 -- a gate bucket tampered with is healed from its holders
 SELECT gen_durable.set_concurrency_limit('m', 3);
@@ -605,7 +592,7 @@ UPDATE gen_durable.buckets SET available = 3 WHERE key = 'm:1';
 SELECT gen_durable.run_maintenance() -> 'gate_shards_repaired' AS repaired;
 SELECT * FROM pg_temp.bk('m:%');
 SELECT pg_temp.pk('q8', 'w8') AS picked, pg_temp.ex('m:1') AS executing;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- a missing shard of a 2-shard gate key in use is minted back
 SELECT gen_durable.set_concurrency_limit('m2', 4, 2);
 SELECT pg_temp.ins('q8b', 2, 1, 'm2:1') AS rows;
@@ -618,7 +605,7 @@ SELECT * FROM pg_temp.bk('m2:%');
 INSERT INTO gen_durable.buckets VALUES ('conc', 'm2:1', 5, 1, 1, NULL);
 SELECT gen_durable.run_maintenance() -> 'buckets_swept' AS swept;
 SELECT * FROM pg_temp.bk('m2:%');
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 -- rate GC: a key refilled to full is swept, a key not yet full is kept; a
 -- key whose policy is gone is swept
 SELECT gen_durable.set_rate_limit('rg', 2, '1 day');
@@ -634,7 +621,7 @@ SELECT count(*) AS ghost FROM gen_durable.buckets WHERE key LIKE 'ghost%';
 -- the swept key is cold again: full
 SELECT pg_temp.ins('q8r', 3, 3, rl => 'rg:full') AS rows;
 SELECT pg_temp.pk('q8r', 'w8') AS picked;
-SELECT * FROM pg_temp.moved();
+SELECT * FROM pg_temp.moved(:'limiter_counters');
 
 ------------------------------------------------------------------------
 -- 9. Argument errors

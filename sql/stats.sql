@@ -11,23 +11,7 @@ CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 
 \i test/regress_helpers.sql
-
--- the counters as last seen by moved()
-CREATE TEMP TABLE seen (counter text PRIMARY KEY, value bigint NOT NULL);
-
--- the counters that changed since the previous call, and by how much
-CREATE FUNCTION pg_temp.moved() RETURNS TABLE (counter text, delta bigint)
-LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY
-		SELECT s.counter, s.value - coalesce(p.value, 0)
-		  FROM gen_durable.stats s LEFT JOIN seen p ON p.counter = s.counter
-		 WHERE s.value IS DISTINCT FROM coalesce(p.value, 0)
-		 ORDER BY s.counter;
-	DELETE FROM seen;
-	INSERT INTO seen SELECT s.counter, s.value FROM gen_durable.stats s;
-END
-$$;
+\i test/stats_helpers.sql
 
 ------------------------------------------------------------------------
 -- reset_stats() zeroes every counter and returns the reset time
