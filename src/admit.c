@@ -117,7 +117,8 @@ static GdPlan debit_plan = {
 	"                          THEN GREATEST(0, d.capacity - (b.capacity - b.available)) - d.value"
 	"                          ELSE d.value END,"
 	"         capacity = d.capacity,"
-	"         last_refill = CASE WHEN d.kind = 'conc' THEN NULL ELSE $7 END"
+	"         last_refill = CASE WHEN d.kind = 'conc' THEN NULL"
+	"                            ELSE GREATEST(b.last_refill, $7) END"
 	"    FROM d"
 	"   WHERE NOT d.mint AND b.kind = d.kind AND b.key = d.key AND b.shard = d.shard"
 	"  RETURNING 1"
@@ -346,6 +347,12 @@ read_keys(Admission *a)
 	values[2] = PointerGetDatum(gd_array(needs, NULL, a->nkeys, FLOAT8OID));
 	values[3] = Int32GetDatum(MyProcPid);
 	rows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
+
+	/*
+	 * Refill up to now, read once the locks are held: a clock read before
+	 * could be older than a refill that committed while this one waited.
+	 */
+	a->clock = GetCurrentTimestamp();
 
 	for (r = 0; r < rows; r++)
 	{
@@ -612,7 +619,6 @@ run_admission(void *arg)
 {
 	Admission  *a = (Admission *) arg;
 
-	a->clock = GetCurrentTimestamp();
 	read_keys(a);
 	decide(a);
 	debit(a);
