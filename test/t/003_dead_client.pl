@@ -25,36 +25,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use GdPsql;
 
 sub poll_within
 {
 	my ($node, $db, $seconds, $query, $expected) = @_;
 	local $PostgreSQL::Test::Utils::timeout_default = $seconds;
 	return $node->poll_query_until($db, $query, $expected);
-}
-
-# a psql running a script from a string, in the background
-sub start_psql
-{
-	my ($node, $script) = @_;
-	my %p = (in => $script, out => '', err => '');
-	$p{h} = IPC::Run::start(
-		[
-			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-			'-d', $node->connstr('postgres'), '-f', '-'
-		],
-		'<', \$p{in}, '>', \$p{out}, '2>', \$p{err},
-		IPC::Run::timeout(60));
-	# feed the whole script to psql now (IPC::Run writes input only while
-	# it is pumped, and empties the scalar as it goes)
-	my $until = time + 10;
-	while ($p{in} ne '' && time < $until)
-	{
-		$p{h}->pump_nb;
-		usleep(1_000);
-	}
-	die "could not feed the script to psql" if $p{in} ne '';
-	return \%p;
 }
 
 # pump a background psql until its output matches, at most $seconds;

@@ -45,35 +45,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use GdPsql;
 
 # the policies (K per gate name; rate and burst per rate name)
 my %gate_k = (g => 3, c => 1);
 my %rate_policy = (r => { rate => 200, burst => 20 }, cr => { rate => 4, burst => 4 });
 
 my $barrier = 4242;    # advisory lock the pickers start behind
-
-# a psql running a script from a string, in the background
-sub start_psql
-{
-	my ($node, $script, $seconds) = @_;
-	my %p = (in => $script, out => '', err => '');
-	$p{h} = IPC::Run::start(
-		[
-			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-			'-d', $node->connstr('postgres'), '-f', '-'
-		],
-		'<', \$p{in}, '>', \$p{out}, '2>', \$p{err},
-		IPC::Run::timeout($seconds));
-	# feed the whole script to psql now
-	my $until = time + 10;
-	while ($p{in} ne '' && time < $until)
-	{
-		$p{h}->pump_nb;
-		usleep(1_000);
-	}
-	die "could not feed the script to psql" if $p{in} ne '';
-	return \%p;
-}
 
 # pump background psqls until all have exited, at most $seconds; returns
 # whether they all did
