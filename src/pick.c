@@ -65,22 +65,24 @@ PG_FUNCTION_INFO_V1(gen_durable_pick);
  * a rate-limited row whose key has fewer tokens than its weight (read
  * without locks, refilled to now), and a row whose rate limit has no
  * policy (it waits, D6).  These probes read the buckets without locking
- * them: admission, under the locks, decides.
+ * them: admission, under the locks, decides.  Every lookup is a subquery
+ * evaluated per row, never a join: the scan must stay the pick index in
+ * order, stopped by the LIMIT, whatever the planner thinks of the rows (a
+ * hash join on stale statistics once sorted a whole 100,000-row queue).
  */
 static GdPlan candidates_plan = {
 	"SELECT c.id, c.concurrency_key, c.gated, c.rate_limit, c.weight FROM ("
 	"  SELECT l.*, pg_catalog.row_number() OVER"
 	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn"
-	"    FROM (SELECT i.id, i.concurrency_key, g.gated IS NOT NULL AS gated, i.rate_limit,"
+	"    FROM (SELECT i.id, i.concurrency_key, g.gated, i.rate_limit,"
 	"                 i.weight, i.priority, i.eligible_at"
 	"            FROM gen_durable.instances i"
-	"            LEFT JOIN LATERAL (SELECT true AS gated, g.capacity, g.shards"
-	"                                 FROM gen_durable.limits g"
-	"                                WHERE i.concurrency_key IS NOT NULL"
-	"                                  AND g.kind = 'conc' AND g.name = i.concurrency_name) g"
-	"                   ON true"
+	"            CROSS JOIN LATERAL (SELECT i.concurrency_key IS NOT NULL"
+	"                                   AND EXISTS (SELECT 1 FROM gen_durable.limits p"
+	"                                                WHERE p.kind = 'conc'"
+	"                                                  AND p.name = i.concurrency_name) AS gated) g"
 	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e"
-	"                                WHERE g.gated IS NULL"
+	"                                WHERE NOT g.gated"
 	"                                  AND e.concurrency_key = i.concurrency_key"
 	"                                  AND e.status = 'executing'"
 	"                                  AND e.concurrency_key IS NOT NULL"
@@ -89,14 +91,16 @@ static GdPlan candidates_plan = {
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
 	"             AND k.busy IS NULL"
-	"             AND (g.gated IS NULL"
+	"             AND (NOT g.gated"
 	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
 	"                                  WHERE b.kind = 'conc' AND b.key = i.concurrency_key)"
 	"                  OR EXISTS (SELECT 1 FROM gen_durable.buckets b"
+	"                               JOIN gen_durable.limits p"
+	"                                 ON p.kind = 'conc' AND p.name = i.concurrency_name"
 	"                              WHERE b.kind = 'conc' AND b.key = i.concurrency_key"
 	"                                AND b.available - b.capacity"
-	"                                    + pg_catalog.floor(g.capacity / g.shards)"
-	"                                    + CASE WHEN b.shard < g.capacity::int % g.shards"
+	"                                    + pg_catalog.floor(p.capacity / p.shards)"
+	"                                    + CASE WHEN b.shard < p.capacity::int % p.shards"
 	"                                           THEN 1 ELSE 0 END >= 1))"
 	"             AND (i.rate_limit IS NULL"
 	"                  OR EXISTS (SELECT 1 FROM gen_durable.limits r"

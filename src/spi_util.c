@@ -20,6 +20,7 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "jit/jit.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -54,6 +55,33 @@ gd_finish(void)
 }
 
 /*
+ * execute_without_jit runs a prepared plan with JIT compilation off.  The
+ * engine's statements touch a handful of rows through indexes, but their
+ * per-row subqueries make the planner's estimates for a long queue large
+ * enough to cross jit_above_cost, and compiling would then cost each call
+ * some 100 ms for a statement that runs in well under one.  (JIT is
+ * decided when a plan is made, which happens inside this call too.)
+ */
+static int
+execute_without_jit(SPIPlanPtr plan, Datum *values, const char *nulls)
+{
+	bool		saved = jit_enabled;
+	int			ret;
+
+	jit_enabled = false;
+	PG_TRY();
+	{
+		ret = SPI_execute_plan(plan, values, nulls, false, 0);
+	}
+	PG_FINALLY();
+	{
+		jit_enabled = saved;
+	}
+	PG_END_TRY();
+	return ret;
+}
+
+/*
  * prepare_and_execute runs a statement, preparing and keeping its plan on
  * first use.
  */
@@ -70,7 +98,7 @@ prepare_and_execute(GdPlan *plan, Datum *values, const char *nulls)
 			elog(ERROR, "SPI_keepplan failed");
 		plan->plan = p;
 	}
-	return SPI_execute_plan(plan->plan, values, nulls, false, 0);
+	return execute_without_jit(plan->plan, values, nulls);
 }
 
 /*
