@@ -5,9 +5,11 @@
 
 -- A gate slot is held only while executing: every exit from executing
 -- returns it (D1, D8), so a slot left on any other row would never be.
+-- (Checked without blocking writers: added NOT VALID, then validated.)
 ALTER TABLE gen_durable.instances
 	ADD CONSTRAINT instances_slot_check
-		CHECK (concurrency_shard IS NULL OR status = 'executing');
+		CHECK (concurrency_shard IS NULL OR status = 'executing') NOT VALID;
+ALTER TABLE gen_durable.instances VALIDATE CONSTRAINT instances_slot_check;
 
 -------------------------------------------------------------------------------
 -- Operators: limiter policy (D8)

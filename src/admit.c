@@ -18,7 +18,9 @@
  *		            one is granted while the cumulative weight of its key
  *		            fits the key's tokens (refilled by the wall clock, D16),
  *		            and once a key refuses one candidate it refuses the rest
- *		            of the batch (a heavy head is not overtaken).  A gate
+ *		            of the batch (within a batch, a heavy head is not
+ *		            overtaken; pick.c does not offer a row heavier than its
+ *		            key's tokens at all, so across picks it can be).  A gate
  *		            slot is taken only when the rate limit grants too, so no
  *		            slot is wasted on a rate-denied candidate (A-17);
  *		3. debit  - one statement: warm gate shards subtract their slots
@@ -63,7 +65,8 @@ PG_FUNCTION_INFO_V1(gen_durable_admit);
 /*
  * step 1: every key's policy and bucket rows, locked.  A key without a
  * policy (dropped since the candidates were read) locks nothing and
- * admits nothing.  Per key ($3: the
+ * admits nothing; shards beyond the policy's count (minted by a pick that
+ * raced a change of it) are not used.  Per key ($3: the
  * slots or tokens its candidates ask for) only as many shards as should
  * cover it, plus one: a gate's fullest shards first, a rate key's shards
  * from a per-backend offset ($4), so that concurrent picks of one hot key
@@ -82,7 +85,7 @@ static GdPlan lock_plan = {
 	"         ON l.kind = k.kind AND l.name = pg_catalog.split_part(k.key, ':', 1)"
 	"  LEFT JOIN LATERAL ("
 	"    SELECT b.shard, b.available, b.last_refill, b.capacity FROM gen_durable.buckets b"
-	"     WHERE b.kind = k.kind AND b.key = k.key"
+	"     WHERE b.kind = k.kind AND b.key = k.key AND b.shard < l.shards"
 	"       AND (k.kind = 'rate' OR b.available - b.capacity"
 	"              + pg_catalog.floor(l.capacity / l.shards)"
 	"              + CASE WHEN b.shard < l.capacity::int % l.shards THEN 1 ELSE 0 END >= 1)"
@@ -90,9 +93,9 @@ static GdPlan lock_plan = {
 	"                   ELSE ((b.shard + $4) % COALESCE(l.shards, 1))::float8 END,"
 	"              b.shard"
 	"     LIMIT CASE WHEN l.shards IS NULL THEN 0"
-	"                ELSE LEAST(l.shards, pg_catalog.ceil(k.need / GREATEST(1e-9,"
+	"                ELSE LEAST(l.shards::float8, pg_catalog.ceil(k.need / GREATEST(1e-9,"
 	"                       CASE WHEN k.kind = 'conc' THEN pg_catalog.floor(l.capacity / l.shards)"
-	"                            ELSE l.capacity / l.shards END))::int + 1) END"
+	"                            ELSE l.capacity / l.shards END)) + 1)::int END"
 	"     FOR UPDATE OF b SKIP LOCKED) g ON true",
 	4,
 	{TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4OID}

@@ -53,8 +53,8 @@ static GdPlan rate_gc_plan = {
 	"   WHERE b.kind = 'rate'"
 	"   GROUP BY b.key, c.name, c.rate, c.capacity"
 	"  HAVING c.name IS NULL"
-	"      OR (c.rate > 0 AND pg_catalog.max(b.last_refill)"
-	"                         < $1 - pg_catalog.make_interval(secs => c.capacity / c.rate))"
+	"      OR (c.rate > 0 AND EXTRACT(epoch FROM $1 - pg_catalog.max(b.last_refill)) * c.rate"
+	"                         > c.capacity)"
 	"), l AS ("
 	"  SELECT b.key, b.last_refill FROM gen_durable.buckets b JOIN cand ON b.key = cand.key"
 	"   WHERE b.kind = 'rate'"
@@ -65,8 +65,8 @@ static GdPlan rate_gc_plan = {
 	"           ON c.kind = 'rate' AND c.name = pg_catalog.split_part(l.key, ':', 1)"
 	"   GROUP BY l.key, c.name, c.rate, c.capacity"
 	"  HAVING (c.name IS NULL"
-	"          OR (c.rate > 0 AND pg_catalog.max(l.last_refill)"
-	"                             < $1 - pg_catalog.make_interval(secs => c.capacity / c.rate)))"
+	"          OR (c.rate > 0 AND EXTRACT(epoch FROM $1 - pg_catalog.max(l.last_refill)) * c.rate"
+	"                             > c.capacity))"
 	"     AND pg_catalog.count(*) = (SELECT pg_catalog.count(*) FROM gen_durable.buckets t"
 	"                                 WHERE t.kind = 'rate' AND t.key = l.key)"
 	")"
@@ -78,13 +78,21 @@ static GdPlan rate_gc_plan = {
 /*
  * The per-shard truth of every gate key with buckets: the shards its gate
  * wants and what executing rows hold.  Shared by the sweep's search for
- * keys that differ from it; shard 0 takes the holders without a slot.
+ * keys that differ from it.  Shard 0 takes the holders without a slot, and
+ * a holder of a shard the gate no longer has (stamped by a pick that raced
+ * a change of the shard count) counts on the shard it maps to, so that no
+ * holder goes uncounted.
  */
 #define GATE_TRUTH_CTES \
 	"held AS (" \
-	"  SELECT i.concurrency_key AS key, COALESCE(i.concurrency_shard, 0)::int2 AS shard," \
+	"  SELECT i.concurrency_key AS key," \
+	"         (CASE WHEN COALESCE(i.concurrency_shard, 0) >= p.shards" \
+	"               THEN COALESCE(i.concurrency_shard, 0) % p.shards" \
+	"               ELSE COALESCE(i.concurrency_shard, 0) END)::int2 AS shard," \
 	"         pg_catalog.count(*) AS n" \
 	"    FROM gen_durable.instances i" \
+	"    LEFT JOIN gen_durable.limits p" \
+	"           ON p.kind = 'conc' AND p.name = i.concurrency_name" \
 	"   WHERE i.status = 'executing' AND i.concurrency_key = ANY (ARRAY(SELECT key FROM keys))" \
 	"   GROUP BY 1, 2" \
 	"), cfg AS (" \
@@ -195,7 +203,8 @@ static GdPlan gate_repair_plan = {
 
 /*
  * repair_locked repairs the gate shards the last statement locked (columns
- * key, shard) plus the keys in holders, and adds to the counts.
+ * key, shard) plus the keys in holders, and adds to the counts (when
+ * given) and the stats counters.
  */
 static void
 repair_locked(int rows, Datum *holders, int nholders, BucketCounts *counts)
@@ -221,8 +230,11 @@ repair_locked(int rows, Datum *holders, int nholders, BucketCounts *counts)
 	gd_execute(&gate_repair_plan, values, NULL, SPI_OK_SELECT);
 	deleted = gd_result_int64(0, 1);
 	repaired = gd_result_int64(0, 2);
-	counts->buckets_swept += deleted;
-	counts->gate_shards_repaired += repaired;
+	if (counts != NULL)
+	{
+		counts->buckets_swept += deleted;
+		counts->gate_shards_repaired += repaired;
+	}
 	gd_count(GD_STAT_BUCKETS_SWEPT, deleted);
 	gd_count(GD_STAT_GATE_SHARDS_REPAIRED, repaired);
 }
@@ -252,7 +264,7 @@ gd_sweep_buckets(TimestampTz now, BucketCounts *counts)
  * the shards that admissions and credits hold.
  */
 void
-gd_reconcile_gate(const char *name, BucketCounts *counts)
+gd_reconcile_gate(const char *name)
 {
 	Datum		values[1];
 	Datum	   *holders;
@@ -267,5 +279,5 @@ gd_reconcile_gate(const char *name, BucketCounts *counts)
 	for (r = 0; r < nholders; r++)
 		holders[r] = gd_result_copy(r, 1, &isnull);
 	rows = gd_execute(&gate_lock_plan, values, NULL, SPI_OK_SELECT);
-	repair_locked(rows, holders, nholders, counts);
+	repair_locked(rows, holders, nholders, NULL);
 }

@@ -25,6 +25,6 @@ typedef struct BucketCounts
 
 /* each requires a connected SPI and READ COMMITTED */
 extern void gd_sweep_buckets(TimestampTz now, BucketCounts *counts);
-extern void gd_reconcile_gate(const char *name, BucketCounts *counts);
+extern void gd_reconcile_gate(const char *name);
 
 #endif							/* GD_BUCKETS_H */

@@ -96,7 +96,7 @@ end_instance(FunctionCallInfo fcinfo, bool fail, const char *verb)
 	gd_settled_init(&settled, 8, &slots);
 	ended = gd_end_trees(&id, 1, fail, reason, now, &settled);
 	gd_settle(&settled, now);
-	gd_credit_slots(&slots);
+	gd_credit_slots(&slots, true);
 	gd_finish();
 	return ended;
 }

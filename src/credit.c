@@ -18,6 +18,12 @@
  *		- LEAST(capacity, ...), so a slot a reconcile already restored is not
  *		  counted twice, and a bucket row that is gone (a dropped gate)
  *		  simply takes no credit.
+ *		A caller that must not wait (the maintenance worker, I-22; a flush
+ *		that already holds buckets it admitted against, which would
+ *		otherwise wait while holding) credits only the shards it can lock
+ *		now: a shard it skips stays short by those slots, which errs
+ *		towards admitting fewer, until the gate reconcile (buckets.c), at
+ *		most a second later, counts the holders again.
  *
  * IDENTIFICATION
  *		src/credit.c
@@ -32,23 +38,29 @@
 #include "credit.h"
 #include "spi_util.h"
 
+/* the credit statement; LOCK_CLAUSE says whether it waits for the shards */
+#define CREDIT_SQL(LOCK_CLAUSE) \
+	"WITH c AS (" \
+	"  SELECT key, shard, pg_catalog.count(*) AS n" \
+	"    FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int2[]))" \
+	"         AS c(key, shard)" \
+	"   GROUP BY key, shard" \
+	"), l AS (" \
+	"  SELECT b.key, b.shard, c.n FROM gen_durable.buckets b" \
+	"    JOIN c ON b.kind = 'conc' AND b.key = c.key AND b.shard = c.shard" \
+	"   ORDER BY b.key, b.shard " LOCK_CLAUSE \
+	")" \
+	"UPDATE gen_durable.buckets b" \
+	"   SET available = LEAST(b.capacity, b.available + l.n)" \
+	"  FROM l" \
+	" WHERE b.kind = 'conc' AND b.key = l.key AND b.shard = l.shard"
+
 static GdPlan credit_plan = {
-	"WITH c AS ("
-	"  SELECT key, shard, pg_catalog.count(*) AS n"
-	"    FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::int2[]))"
-	"         AS c(key, shard)"
-	"   GROUP BY key, shard"
-	"), l AS ("
-	"  SELECT b.key, b.shard, c.n FROM gen_durable.buckets b"
-	"    JOIN c ON b.kind = 'conc' AND b.key = c.key AND b.shard = c.shard"
-	"   ORDER BY b.key, b.shard FOR UPDATE OF b"
-	")"
-	"UPDATE gen_durable.buckets b"
-	"   SET available = LEAST(b.capacity, b.available + l.n)"
-	"  FROM l"
-	" WHERE b.kind = 'conc' AND b.key = l.key AND b.shard = l.shard",
-	2,
-	{TEXTARRAYOID, INT2ARRAYOID}
+	CREDIT_SQL("FOR UPDATE OF b"), 2, {TEXTARRAYOID, INT2ARRAYOID}
+};
+
+static GdPlan credit_now_plan = {
+	CREDIT_SQL("FOR UPDATE OF b SKIP LOCKED"), 2, {TEXTARRAYOID, INT2ARRAYOID}
 };
 
 /*
@@ -111,11 +123,12 @@ gd_slots_add_result(HeldSlots *slots, int row, int keycol, int shardcol)
 
 /*
  * gd_credit_slots credits every recorded slot with one statement and
- * empties the set.  SPI must be connected; call it after the transaction's
- * last instance lock.
+ * empties the set; with wait false, only the shards it can lock at once.
+ * SPI must be connected; call it after the transaction's last instance
+ * lock.
  */
 void
-gd_credit_slots(HeldSlots *slots)
+gd_credit_slots(HeldSlots *slots, bool wait)
 {
 	Datum		values[2];
 
@@ -123,6 +136,6 @@ gd_credit_slots(HeldSlots *slots)
 		return;
 	values[0] = PointerGetDatum(gd_array(slots->keys, NULL, slots->n, TEXTOID));
 	values[1] = PointerGetDatum(gd_array(slots->shards, NULL, slots->n, INT2OID));
-	gd_execute(&credit_plan, values, NULL, SPI_OK_UPDATE);
+	gd_execute(wait ? &credit_plan : &credit_now_plan, values, NULL, SPI_OK_UPDATE);
 	slots->n = 0;
 }

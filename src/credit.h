@@ -31,6 +31,6 @@ typedef struct HeldSlots
 extern void gd_slots_init(HeldSlots *slots);
 extern void gd_slots_add_result(HeldSlots *slots, int row, int keycol, int shardcol);
 extern void gd_slots_add(HeldSlots *slots, const char *key, int16 shard);
-extern void gd_credit_slots(HeldSlots *slots);
+extern void gd_credit_slots(HeldSlots *slots, bool wait);
 
 #endif							/* GD_CREDIT_H */

@@ -19,10 +19,11 @@
  *		            statement, so a fresh snapshot: I-2, I-4);
  *		6. settle - terminal entries purge their inboxes and count into
  *		            their parents' joins (settle.c);
- *		7. credit - the gate slots of every instance that left executing
- *		            (credit.c).
- *		Between 2 and 3, steps continued inline are admitted against the
- *		limits of their next step (admit.c); a denied one is requeued.
+ *		7. credit - the gate slots of the instances that left executing
+ *		            (credit.c) and were not credited at 2b.
+ *		Between 2 and 3: 2b credits the slots of every entry that certainly
+ *		leaves executing; 2c admits the steps continued inline against the
+ *		limits of their next step (admit.c), and requeues a denied one.
  *		Stale entries change nothing (I-6); invalid entries leave their
  *		instance claimed; an error rolls the whole call back.
  *
@@ -261,6 +262,7 @@ typedef struct Entry
 	int			landed;			/* spawn: children actually inserted */
 	AdmitGate	gate;			/* continue: a gate slot its new key needs */
 	bool		keeps_slot;		/* continue: keeps the gate slot it holds */
+	bool		credited;		/* its gate slot was credited already */
 	bool		has_shard;		/* continue: the slot admission gave it ... */
 	int16		shard;			/* ... of this shard */
 } Entry;
@@ -725,7 +727,7 @@ spawn_children(Entry *entries, int n, TimestampTz now)
  * names no gate (D10, I-10: a K=1 key is only ever taken by a claim), is
  * committed as a plain next instead (requeued).
  */
-static void
+static bool
 admit_continues(Entry *entries, int n)
 {
 	AdmitCandidate *cands = palloc0(sizeof(AdmitCandidate) * Max(n, 1));
@@ -747,7 +749,7 @@ admit_continues(Entry *entries, int n)
 		of[m++] = e;
 	}
 	if (m == 0)
-		return;
+		return false;
 	gd_admit(cands, m);
 	for (i = 0; i < m; i++)
 	{
@@ -767,6 +769,34 @@ admit_continues(Entry *entries, int n)
 			: cands[i].denial == DENIED_UNKNOWN_RATE ? "its rate limit is not configured"
 			: cands[i].denial == DENIED_CONTENDED ? "admission contended" : "throttled";
 	}
+	return true;
+}
+
+/*
+ * credit_leaving credits, before any admission, the gate slots of the
+ * entries that certainly leave executing or give up their slot: every
+ * applied entry but a continue that keeps its key, whose fate admission
+ * decides.  Crediting first, waiting for the shards in order, means that
+ * no flush waits for a bucket while holding one it admitted against.
+ */
+static void
+credit_leaving(Entry *entries, int n)
+{
+	HeldSlots	slots;
+	int			i;
+
+	gd_slots_init(&slots);
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+
+		if (e->act == ACT_NONE || !e->row->has_shard ||
+			(e->act == ACT_CONTINUE && e->keeps_slot))
+			continue;
+		gd_slots_add(&slots, e->row->concurrency_key, e->row->shard);
+		e->credited = true;
+	}
+	gd_credit_slots(&slots, true);
 }
 
 /* the continued entries that a first_error cascade of this flush ended */
@@ -812,29 +842,35 @@ withdraw_cancelled_continues(Entry *entries, int n)
 }
 
 /*
- * warn_unknown_rate_limits warns about the next steps whose rate limit is
- * not configured (limit_policy.c).
+ * warn_rate_limits warns about the next steps whose rate limit is not
+ * configured or cannot grant their weight (limit_policy.c).
  */
 static void
-warn_unknown_rate_limits(Entry *entries, int n)
+warn_rate_limits(Entry *entries, int n)
 {
 	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *weights = palloc(sizeof(Datum) * Max(n, 1));
 	int			m = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
 		if ((entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE) &&
 			entries[i].o->rate_limit != NULL)
-			names[m++] = CStringGetTextDatum(entries[i].o->rate_limit);
-	gd_warn_unknown_rate_limits(names, m);
+		{
+			names[m] = CStringGetTextDatum(entries[i].o->rate_limit);
+			weights[m++] = Float8GetDatum(entries[i].o->weight);
+		}
+	gd_warn_rate_limits(names, weights, m);
 }
 
 /*
- * apply runs statements 3 to 6 for the decided entries; byid indexes the
- * valid ones by id.
+ * apply runs statements 3 to 7 for the decided entries; byid indexes the
+ * valid ones by id.  held_buckets says that admission holds bucket locks:
+ * the last credits then take only the shards free now (credit.c).
  */
 static void
-apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
+apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now,
+	  bool held_buckets)
 {
 	UpdateCols	cols;
 	Datum		values[UC_NCOLS + 1];
@@ -909,7 +945,7 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 			e->has_job = true;
 		}
 		after_commit(e, now);
-		if (e->row->has_shard && !(e->act == ACT_CONTINUE && e->keeps_slot))
+		if (e->row->has_shard && !e->credited && !(e->act == ACT_CONTINUE && e->keeps_slot))
 			gd_slots_add(&slots, e->row->concurrency_key, e->row->shard);
 		if (e->act == ACT_AWAIT)
 			parked[nparked++] = e->o->id;
@@ -937,9 +973,13 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now)
 	if (gd_settle(&settled, now) > 0)
 		withdraw_cancelled_continues(entries, n);
 
-	/* 7. the gate slots of every row that left executing, after all row locks */
-	gd_credit_slots(&slots);
-	warn_unknown_rate_limits(entries, n);
+	/*
+	 * 7. the gate slots of the rows that left executing and were not
+	 * credited before admission (requeued continues, cascades), after all
+	 * row locks
+	 */
+	gd_credit_slots(&slots, !held_buckets);
+	warn_rate_limits(entries, n);
 }
 
 /*
@@ -955,6 +995,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	Outcome    *outcomes;
 	Entry	   *entries;
 	LockedRow  *rows = NULL;
+	bool		held_buckets;
 	Entry	  **byid;
 	int64	   *ids;
 	int			nvalid;
@@ -994,8 +1035,9 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		if (entries[i].act == ACT_NONE)
 			gd_count(entries[i].o->invalid ? GD_STAT_INVALID : GD_STAT_STALE, 1);
 	}
-	admit_continues(entries, n);
-	apply(entries, n, byid, nvalid, now);
+	credit_leaving(entries, n);
+	held_buckets = admit_continues(entries, n);
+	apply(entries, n, byid, nvalid, now, held_buckets);
 
 	for (i = 0; i < n; i++)
 	{

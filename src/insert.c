@@ -508,20 +508,24 @@ note_created(InsertSpec *spec, TimestampTz now)
 }
 
 /*
- * warn_unknown_rate_limits warns about the created instances whose rate
- * limit is not configured (limit_policy.c).
+ * warn_rate_limits warns about the created instances whose rate limit is
+ * not configured or cannot grant their weight (limit_policy.c).
  */
 static void
-warn_unknown_rate_limits(InsertSpec *specs, int n, bool *created)
+warn_rate_limits(InsertSpec *specs, int n, bool *created)
 {
 	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *weights = palloc(sizeof(Datum) * Max(n, 1));
 	int			m = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
 		if (created[i] && specs[i].rate_limit != NULL)
-			names[m++] = CStringGetTextDatum(specs[i].rate_limit);
-	gd_warn_unknown_rate_limits(names, m);
+		{
+			names[m] = CStringGetTextDatum(specs[i].rate_limit);
+			weights[m++] = Float8GetDatum(specs[i].weight);
+		}
+	gd_warn_rate_limits(names, weights, m);
 }
 
 /*
@@ -568,7 +572,7 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 	else
 		note_created(&spec, now);
 	if (!isnull && spec.rate_limit != NULL)
-		gd_warn_unknown_rate_limits(&values[10], 1);
+		gd_warn_rate_limits(&values[10], &values[11], 1);
 	gd_finish();
 
 	if (isnull)
@@ -783,7 +787,7 @@ gd_insert_specs(InsertSpec *specs, int n, TimestampTz now, InsertResult *result)
 			note_created(&specs[i], now);
 	}
 	gd_count(GD_STAT_DUPLICATES, n - nmade);
-	warn_unknown_rate_limits(specs, n, result->created);
+	warn_rate_limits(specs, n, result->created);
 	if (nmade < n)
 		resolve_duplicates(specs, n, result->ids, result->created, result->idnull);
 }

@@ -163,7 +163,7 @@ gen_durable_release(PG_FUNCTION_ARGS)
 		gd_slots_add_result(&slots, i, 2, 3);
 	}
 	gd_count(GD_STAT_RELEASED, rows);
-	gd_credit_slots(&slots);
+	gd_credit_slots(&slots, true);
 	gd_finish();
 	PG_RETURN_INT32(rows);
 }

@@ -63,7 +63,8 @@ static GdPlan upsert_plan = {
 
 /*
  * A rate limit's shard count changed: take every key's tokens now (by the
- * old policy: $3 per-shard burst, $4 per-shard rate) and delete its shards.
+ * old policy: $2 per-shard burst, $3 per-shard rate; refilled by the clock
+ * read once each row is locked) and delete its shards.
  */
 static GdPlan rate_take_plan = {
 	"WITH l AS ("
@@ -71,16 +72,17 @@ static GdPlan rate_take_plan = {
 	"   WHERE kind = 'rate' AND pg_catalog.split_part(key, ':', 1) = $1"
 	"   ORDER BY key, shard FOR UPDATE"
 	"), t AS ("
-	"  SELECT key, pg_catalog.sum(LEAST($3, available"
-	"             + COALESCE(EXTRACT(epoch FROM $2 - last_refill)::float8, 0) * $4)) AS total"
+	"  SELECT key, pg_catalog.sum(LEAST($2, available"
+	"             + GREATEST(0, COALESCE(EXTRACT(epoch FROM"
+	"                 pg_catalog.clock_timestamp() - last_refill)::float8, 0)) * $3)) AS total"
 	"    FROM l GROUP BY key"
 	"), d AS ("
 	"  DELETE FROM gen_durable.buckets b USING t WHERE b.kind = 'rate' AND b.key = t.key"
 	"  RETURNING 1"
 	")"
 	"SELECT t.key, t.total, (SELECT pg_catalog.count(*) FROM d) FROM t",
-	4,
-	{TEXTOID, TIMESTAMPTZOID, FLOAT8OID, FLOAT8OID}
+	3,
+	{TEXTOID, FLOAT8OID, FLOAT8OID}
 };
 
 /* ... and mint them again over the new shards ($3 per-shard burst, $4 shards) */
@@ -101,12 +103,17 @@ static GdPlan rate_put_plan = {
  * at most K holders, no shard then holds more than its share.
  */
 static GdPlan restamp_plan = {
+	"WITH l AS ("
+	"  SELECT id, concurrency_key FROM gen_durable.instances"
+	"   WHERE status = 'executing' AND concurrency_name = $1"
+	"   ORDER BY id FOR NO KEY UPDATE"
+	"), r AS ("
+	"  SELECT id, pg_catalog.row_number() OVER (PARTITION BY concurrency_key ORDER BY id) - 1 AS n"
+	"    FROM l"
+	")"
 	"UPDATE gen_durable.instances i"
 	"   SET concurrency_shard = (r.n % $2)::int2"
-	"  FROM (SELECT id, pg_catalog.row_number() OVER"
-	"                 (PARTITION BY concurrency_key ORDER BY id) - 1 AS n"
-	"          FROM gen_durable.instances"
-	"         WHERE status = 'executing' AND concurrency_name = $1) r"
+	"  FROM r"
 	" WHERE i.id = r.id AND i.status = 'executing'"
 	"   AND i.concurrency_shard IS DISTINCT FROM (r.n % $2)::int2",
 	2,
@@ -126,14 +133,21 @@ static GdPlan delete_rate_buckets_plan = {
 	{TEXTOID}
 };
 
-static GdPlan unknown_rate_plan = {
-	"SELECT pg_catalog.split_part(n, ':', 1), pg_catalog.count(*)"
-	"  FROM pg_catalog.unnest($1::text[]) AS n"
-	" WHERE NOT EXISTS (SELECT 1 FROM gen_durable.limits l"
-	"                    WHERE l.kind = 'rate' AND l.name = pg_catalog.split_part(n, ':', 1))"
-	" GROUP BY 1 ORDER BY 1",
-	1,
-	{TEXTARRAYOID}
+/*
+ * The rate limits of some instances ($1, with their weights $2) that are
+ * not configured, or whose burst is below the weight: per name and
+ * problem, how many instances.
+ */
+static GdPlan rate_problems_plan = {
+	"SELECT pg_catalog.split_part(t.n, ':', 1), pg_catalog.count(*), l.name IS NULL"
+	"  FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::float8[]))"
+	"       AS t(n, w)"
+	"  LEFT JOIN gen_durable.limits l"
+	"         ON l.kind = 'rate' AND l.name = pg_catalog.split_part(t.n, ':', 1)"
+	" WHERE l.name IS NULL OR t.w > l.capacity"
+	" GROUP BY 1, 3 ORDER BY 3 DESC, 1",
+	2,
+	{TEXTARRAYOID, FLOAT8ARRAYOID}
 };
 
 /*
@@ -221,7 +235,6 @@ static void
 remint_rate_keys(const char *name, double old_rate, double old_burst, int old_shards,
 				 double burst, int shards)
 {
-	TimestampTz now = GetCurrentTimestamp();
 	Datum		values[5];
 	Datum	   *keys;
 	Datum	   *totals;
@@ -230,9 +243,8 @@ remint_rate_keys(const char *name, double old_rate, double old_burst, int old_sh
 	int			r;
 
 	values[0] = CStringGetTextDatum(name);
-	values[1] = TimestampTzGetDatum(now);
-	values[2] = Float8GetDatum(old_burst / old_shards);
-	values[3] = Float8GetDatum(old_rate / old_shards);
+	values[1] = Float8GetDatum(old_burst / old_shards);
+	values[2] = Float8GetDatum(old_rate / old_shards);
 	rows = gd_execute(&rate_take_plan, values, NULL, SPI_OK_SELECT);
 	if (rows == 0)
 		return;
@@ -247,7 +259,7 @@ remint_rate_keys(const char *name, double old_rate, double old_burst, int old_sh
 	values[1] = PointerGetDatum(gd_array(totals, NULL, rows, FLOAT8OID));
 	values[2] = Float8GetDatum(burst / shards);
 	values[3] = Int32GetDatum(shards);
-	values[4] = TimestampTzGetDatum(now);
+	values[4] = TimestampTzGetDatum(GetCurrentTimestamp());
 	gd_execute(&rate_put_plan, values, NULL, SPI_OK_INSERT);
 }
 
@@ -319,7 +331,6 @@ gen_durable_set_concurrency_limit(PG_FUNCTION_ARGS)
 	int32		max;
 	int			shards;
 	Datum		values[5];
-	BucketCounts counts = {0};
 
 	if (PG_ARGISNULL(1) || PG_GETARG_INT32(1) < 1)
 		ereport(ERROR,
@@ -342,7 +353,7 @@ gen_durable_set_concurrency_limit(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(name);
 	values[1] = Int16GetDatum((int16) shards);
 	gd_execute(&restamp_plan, values, NULL, SPI_OK_UPDATE);
-	gd_reconcile_gate(name, &counts);
+	gd_reconcile_gate(name);
 	gd_finish();
 	PG_RETURN_VOID();
 }
@@ -358,7 +369,6 @@ gen_durable_drop_limit(PG_FUNCTION_ARGS)
 	char	   *name = limit_name(fcinfo, 1);
 	Datum		values[2];
 	int			found;
-	BucketCounts counts = {0};
 
 	if (strcmp(kind, "rate") != 0 && strcmp(kind, "conc") != 0)
 		ereport(ERROR,
@@ -374,39 +384,74 @@ gen_durable_drop_limit(PG_FUNCTION_ARGS)
 	if (strcmp(kind, "rate") == 0)
 		gd_execute(&delete_rate_buckets_plan, values, NULL, SPI_OK_DELETE);
 	else
-		gd_reconcile_gate(name, &counts);
+		gd_reconcile_gate(name);
 	gd_finish();
 	PG_RETURN_BOOL(found > 0);
 }
 
 /*
- * gd_warn_unknown_rate_limits warns about the rate limits among names (one
- * text Datum per instance given a rate limit) that are not configured, and
- * counts those instances.  SPI must be connected.
+ * warn_rate_problem raises one WARNING for rows [first, first + n) of the
+ * last result (one problem: unknown limits, or weights over the burst) and
+ * counts their instances.
  */
-void
-gd_warn_unknown_rate_limits(Datum *names, int n)
+static void
+warn_rate_problem(int first, int n, bool unknown)
 {
-	Datum		values[1];
-	int			rows;
 	int64		instances = 0;
 	int			r;
+	char	   *name;
+
+	if (n == 0)
+		return;
+	for (r = first; r < first + n; r++)
+		instances += gd_result_int64(r, 2);
+	name = SPI_getvalue(SPI_tuptable->vals[first], SPI_tuptable->tupdesc, 1);
+	if (unknown)
+	{
+		gd_count(GD_STAT_UNKNOWN_RATE_LIMIT, instances);
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("rate limit \"%s\" is not configured", name),
+				 errdetail("Instances that name a rate limit nobody configured wait until it is "
+						   "configured: %lld in this call, naming %d such limits.",
+						   (long long) instances, n),
+				 errhint("Configure it with gen_durable.set_rate_limit(name, allowed, per).")));
+	}
+	else
+	{
+		gd_count(GD_STAT_RATE_WEIGHT_OVER_BURST, instances);
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("a weight exceeds the burst of rate limit \"%s\"", name),
+				 errdetail("Instances heavier than their rate limit's burst never run until the "
+						   "burst is raised: %lld in this call, on %d such limits.",
+						   (long long) instances, n),
+				 errhint("Raise the burst with gen_durable.set_rate_limit(..., burst => ...), "
+						 "or give these instances a smaller weight.")));
+	}
+}
+
+/*
+ * gd_warn_rate_limits warns about the instances (one text Datum per
+ * instance given a rate limit in names, with its weight in weights) whose
+ * rate limit is not configured, or whose weight its burst can never grant,
+ * and counts them.  SPI must be connected.
+ */
+void
+gd_warn_rate_limits(Datum *names, Datum *weights, int n)
+{
+	Datum		values[2];
+	int			rows;
+	int			nunknown = 0;
+	bool		isnull;
 
 	if (n == 0)
 		return;
 	values[0] = PointerGetDatum(gd_array(names, NULL, n, TEXTOID));
-	rows = gd_execute(&unknown_rate_plan, values, NULL, SPI_OK_SELECT);
-	if (rows == 0)
-		return;
-	for (r = 0; r < rows; r++)
-		instances += gd_result_int64(r, 2);
-	gd_count(GD_STAT_UNKNOWN_RATE_LIMIT, instances);
-	ereport(WARNING,
-			(errcode(ERRCODE_WARNING),
-			 errmsg("rate limit \"%s\" is not configured",
-					SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
-			 errdetail("Instances that name a rate limit nobody configured wait until it is "
-					   "configured: %lld in this call, naming %d such limits.",
-					   (long long) instances, rows),
-			 errhint("Configure it with gen_durable.set_rate_limit(name, allowed, per).")));
+	values[1] = PointerGetDatum(gd_array(weights, NULL, n, FLOAT8OID));
+	rows = gd_execute(&rate_problems_plan, values, NULL, SPI_OK_SELECT);
+	while (nunknown < rows && DatumGetBool(gd_result_datum(nunknown, 3, &isnull)))
+		nunknown++;
+	warn_rate_problem(0, nunknown, true);
+	warn_rate_problem(nunknown, rows - nunknown, false);
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * limit_policy.h
- *		The limiter's policy, and the warning for unconfigured rate limits.
+ *		The limiter's policy, and the warnings for rate limits that can
+ *		never grant an instance.
  *
  * IDENTIFICATION
  *		src/limit_policy.h
@@ -13,6 +14,6 @@
 
 #include "postgres.h"
 
-extern void gd_warn_unknown_rate_limits(Datum *names, int n);
+extern void gd_warn_rate_limits(Datum *names, Datum *weights, int n);
 
 #endif							/* GD_LIMIT_POLICY_H */

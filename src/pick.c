@@ -10,7 +10,10 @@
  *		   probing the K=1 arbiter per row (rows whose unconfigured
  *		   concurrency key is already executing are skipped before the LIMIT,
  *		   I-11), skips keys that a concurrent pick is claiming right now (a
- *		   transaction-level advisory lock per key, taken without waiting),
+ *		   transaction-level advisory lock per key, taken without waiting,
+ *		   and only for a row that passed every other test: the CASE on the
+ *		   probe's result makes it the last, so skipped rows do not fill the
+ *		   lock table),
  *		   and keeps only the most urgent row per key (window dedup);
  *		2. gd_admit decides which candidates may run against rate limits
  *		   and concurrency gates, and debits their buckets (admit.c);
@@ -90,7 +93,6 @@ static GdPlan candidates_plan = {
 	"                                LIMIT 1) k ON true"
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
-	"             AND k.busy IS NULL"
 	"             AND (NOT g.gated"
 	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
 	"                                  WHERE b.kind = 'conc' AND b.key = i.concurrency_key)"
@@ -111,11 +113,13 @@ static GdPlan candidates_plan = {
 	"                                                  $2 - b.last_refill)::float8)"
 	"                                                * r.rate / r.shards))"
 	"                                                FROM gen_durable.buckets b"
-	"                                               WHERE b.kind = 'rate' AND b.key = i.rate_limit),"
+	"                                               WHERE b.kind = 'rate' AND b.key = i.rate_limit"
+	"                                                 AND b.shard < r.shards),"
 	"                                             r.capacity) >= i.weight))"
-	"             AND (i.concurrency_key IS NULL OR g.gated"
-	"                  OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
-	"                         pg_catalog.hashtext(i.concurrency_key)))"
+	"             AND CASE WHEN k.busy IS NOT NULL THEN false"
+	"                      ELSE i.concurrency_key IS NULL OR g.gated"
+	"                           OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
+	"                                pg_catalog.hashtext(i.concurrency_key)) END"
 	"           ORDER BY i.priority, i.eligible_at"
 	"           LIMIT $3"
 	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l"

@@ -33,6 +33,7 @@ static const char *const counter_names[GD_NCOUNTERS] = {
 	"throttled_rate",
 	"limiter_contended",
 	"unknown_rate_limit",
+	"rate_weight_over_burst",
 	"committed_next",
 	"committed_continue",
 	"committed_retry",
