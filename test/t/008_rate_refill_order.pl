@@ -47,21 +47,24 @@ my $b = $node->background_psql('postgres');
 $b->query_safe('BEGIN');
 $b->query_safe('SELECT 1 FROM gen_durable.buckets WHERE false FOR UPDATE');
 
-my $h = $node->background_psql('postgres', wait => 0);
-$h->query_until(qr/go/,
-	"\\echo go\nBEGIN; LOCK TABLE gen_durable.buckets IN EXCLUSIVE MODE; COMMIT;\n");
-ok( $node->poll_query_until(
-		'postgres', q{SELECT count(*) FROM pg_locks WHERE NOT granted
-		   AND mode = 'ExclusiveLock' AND relation = 'gen_durable.buckets'::regclass}, '1'),
-	'H queues its exclusive lock behind B');
+# start_queued runs $sql in a new session and returns it once the session
+# waits for a lock of $mode on gen_durable.buckets
+sub start_queued
+{
+	my ($sql, $mode, $what) = @_;
+	my $s = $node->background_psql('postgres', wait => 0);
+	$s->query_until(qr/go/, "\\echo go\n$sql\n");
+	ok( $node->poll_query_until(
+			'postgres', qq{SELECT count(*) FROM pg_locks WHERE NOT granted
+			   AND mode = '$mode' AND relation = 'gen_durable.buckets'::regclass}, '1'),
+		$what);
+	return $s;
+}
 
-my $a = $node->background_psql('postgres', wait => 0);
-$a->query_until(qr/go/,
-	"\\echo go\nSELECT 'A claimed ' || count(*) FROM gen_durable.pick('qa', 'A', 1);\n");
-ok( $node->poll_query_until(
-		'postgres', q{SELECT count(*) FROM pg_locks WHERE NOT granted
-		   AND mode = 'RowShareLock' AND relation = 'gen_durable.buckets'::regclass}, '1'),
-	'A waits for the buckets behind H');
+my $h = start_queued('BEGIN; LOCK TABLE gen_durable.buckets IN EXCLUSIVE MODE; COMMIT;',
+	'ExclusiveLock', 'H queues its exclusive lock behind B');
+my $a = start_queued(q{SELECT count(*) FROM gen_durable.pick('qa', 'A', 1);},
+	'RowShareLock', 'A waits for the buckets behind H');
 
 # two seconds of refill that only B may take
 usleep(2_000_000);
