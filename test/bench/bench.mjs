@@ -1,0 +1,102 @@
+// test/bench/bench.mjs - one measurement of one system on one workload.
+//
+//   node bench.mjs SYSTEM WORKLOAD N [CONCURRENCY] [BATCH]
+//
+// Connects with the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE:
+// a fresh database per run, made by run.sh), prints one JSON line with what
+// it measured, and exits.  Every system is driven the same way: from this
+// Node process, through `pg`, with CONCURRENCY connections doing the work
+// (default 4) and batches of BATCH (default 50) where the system batches.
+//
+// A system is a module systems/SYSTEM.mjs exporting:
+//   setup(env)                   create its schema in the empty database;
+//   enqueue(env, n)              insert n no-op one-step jobs, committed when
+//                                it returns, with the system's bulk API in
+//                                calls of up to 10,000 jobs, one after the
+//                                other on one connection;
+//   drain(env, n)                run CONCURRENCY workers until n jobs are
+//                                completed (each job's handler does nothing),
+//                                then stop them; resolves when all n are
+//                                durably completed;
+//   pickupLatency(env, samples)  with the queue idle and a worker waiting the
+//                                way the system waits, insert one job at a
+//                                time; returns, per sample, the milliseconds
+//                                from the insert's commit (its call
+//                                returning) to the handler starting;
+//   completed(env)               how many jobs are completed (checked after
+//                                drain).
+// env = { pg (the pg module), config (pg client config), concurrency, batch }.
+//
+// Workloads:
+//   enqueue  time enqueue(n): jobs/s;
+//   drain    enqueue(n) and ANALYZE untimed, then time drain(n): jobs/s;
+//   latency  pickupLatency(n): p50, p95, p99, max in ms.
+// This is a benchmark, not a test: it checks only that the work was done.
+
+import pg from 'pg';
+import { performance } from 'node:perf_hooks';
+
+const [system, workload, nArg, concArg, batchArg] = process.argv.slice(2);
+if (!system || !workload || !nArg) {
+	console.error('usage: node bench.mjs SYSTEM WORKLOAD N [CONCURRENCY] [BATCH]');
+	process.exit(2);
+}
+const n = Number(nArg);
+const env = {
+	pg,
+	config: {},		// everything from the PG* environment
+	concurrency: Number(concArg || 4),
+	batch: Number(batchArg || 50),
+};
+
+const sys = await import(`./systems/${system}.mjs`);
+
+// percentile p (0..1) of sorted values
+function percentile(sorted, p) {
+	return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+async function main() {
+	await sys.setup(env);
+	const out = { system, workload, n, concurrency: env.concurrency, batch: env.batch };
+	if (workload === 'enqueue') {
+		const t0 = performance.now();
+		await sys.enqueue(env, n);
+		out.seconds = (performance.now() - t0) / 1000;
+		out.per_sec = n / out.seconds;
+	} else if (workload === 'drain') {
+		await sys.enqueue(env, n);
+		// statistics, as autovacuum would have gathered them in a running
+		// system (without, some planners sort the whole backlog per fetch)
+		const c = new pg.Client(env.config);
+		await c.connect();
+		await c.query('ANALYZE');
+		await c.end();
+		const t0 = performance.now();
+		await sys.drain(env, n);
+		out.seconds = (performance.now() - t0) / 1000;
+		out.per_sec = n / out.seconds;
+		const done = await sys.completed(env);
+		if (done < n)
+			throw new Error(`${system}: drain returned with ${done} of ${n} jobs completed`);
+	} else if (workload === 'latency') {
+		// a job can start before its producer has even read the commit's
+		// answer: that pickup counts as 0 ms
+		const ms = (await sys.pickupLatency(env, n)).map((x) => Math.max(0, x))
+			.sort((a, b) => a - b);
+		if (ms.length !== n)
+			throw new Error(`${system}: ${ms.length} latency samples of ${n}`);
+		Object.assign(out, {
+			p50: percentile(ms, 0.5), p95: percentile(ms, 0.95),
+			p99: percentile(ms, 0.99), max: ms[ms.length - 1],
+		});
+	} else {
+		throw new Error(`unknown workload ${workload}`);
+	}
+	console.log(JSON.stringify(out));
+}
+
+main().then(() => process.exit(0), (err) => {
+	console.error(err);
+	process.exit(1);
+});

@@ -1,0 +1,69 @@
+// test/bench/report.mjs - the tables of BENCHMARKS.md from run.sh's raw
+// lines: per workload and system, the median and min-max over the
+// repetitions, and each system's median as a ratio to gen_durable's.
+//
+//   node report.mjs results.jsonl > results.md
+
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+
+const lines = readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolean)
+	.map((l) => JSON.parse(l));
+
+// median of numbers
+function median(xs) {
+	const s = [...xs].sort((a, b) => a - b);
+	return s[Math.floor((s.length - 1) / 2)];
+}
+
+// group rows by workload, then system, keeping the systems' order of appearance
+function group(workload) {
+	const by = new Map();
+	for (const r of lines.filter((l) => l.workload === workload)) {
+		if (!by.has(r.system))
+			by.set(r.system, []);
+		by.get(r.system).push(r);
+	}
+	return by;
+}
+
+const fmt = (x, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+// throughput table: jobs/s median, min-max, ratio to gen_durable
+function throughput(workload, title) {
+	const by = group(workload);
+	if (by.size === 0)
+		return '';
+	const base = by.has('gen_durable') ? median(by.get('gen_durable').map((r) => r.per_sec)) : null;
+	let out = `### ${title}\n\n| system | jobs/s (median) | min-max | runs | gen_durable / system |\n|---|---|---|---|---|\n`;
+	for (const [system, rows] of by) {
+		const xs = rows.map((r) => r.per_sec);
+		const m = median(xs);
+		out += `| ${system} | ${fmt(m)} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))} | ${rows.length} | ${base ? fmt(base / m, 2) + 'x' : ''} |\n`;
+	}
+	return out + `\n(n = ${fmt(lines.find((l) => l.workload === workload).n)} jobs per run)\n\n`;
+}
+
+// latency table: medians over the runs of each percentile
+function latency() {
+	const by = group('latency');
+	if (by.size === 0)
+		return '';
+	let out = '### Idle pickup latency (insert commit -> handler starts), ms\n\n' +
+		'| system | p50 | p95 | p99 | max | runs |\n|---|---|---|---|---|---|\n';
+	for (const [system, rows] of by) {
+		const m = (k) => fmt(median(rows.map((r) => r[k])), 2);
+		out += `| ${system} | ${m('p50')} | ${m('p95')} | ${m('p99')} | ${m('max')} | ${rows.length} |\n`;
+	}
+	return out + `\n(${fmt(lines.find((l) => l.workload === 'latency').n)} samples per run; medians over the runs)\n\n`;
+}
+
+const first = lines[0] || {};
+process.stdout.write(
+	`Measured ${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} cores ` +
+	`(${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
+	`PostgreSQL 15 with fsync and synchronous_commit on; ${first.concurrency} connections ` +
+	`doing the work, batches of ${first.batch}, Node ${process.version}.\n\n` +
+	throughput('enqueue', 'Bulk enqueue') +
+	throughput('drain', 'Drain a backlog of no-op one-step jobs') +
+	latency());

@@ -1,0 +1,108 @@
+// systems/gen_durable.mjs - gen_durable driven through `pg` (bench.mjs has
+// the contract).
+//
+// The worker loop is the one the README documents: pick a batch (long-poll
+// when idle), run the steps, flush their outcomes with one call.  Each of
+// CONCURRENCY workers owns one connection; pick(batch => BATCH) and one
+// flush per batch.  Enqueue uses insert_many, 10,000 specs a call (its
+// limit), one connection.  Pickup latency: a worker waits in
+// pick(wait => '10 s'); the producer's insert returns after its commit, and
+// the pick is woken in the server by that commit.
+
+const QUEUE = 'bench';
+const SPECS_PER_CALL = 10000;
+
+// connect opens one client
+async function connect(env) {
+	const client = new env.pg.Client(env.config);
+	await client.connect();
+	return client;
+}
+
+export async function setup(env) {
+	const c = await connect(env);
+	await c.query('CREATE EXTENSION IF NOT EXISTS gen_durable');
+	await c.end();
+}
+
+export async function enqueue(env, n) {
+	const c = await connect(env);
+	for (let done = 0; done < n; done += SPECS_PER_CALL) {
+		const k = Math.min(SPECS_PER_CALL, n - done);
+		await c.query(
+			`SELECT count(*) FROM gen_durable.insert_many(
+			   (SELECT jsonb_agg(jsonb_build_object('fsm', 'noop', 'queue', $1::text))
+			      FROM generate_series(1, $2::int)))`, [QUEUE, k]);
+	}
+	await c.end();
+}
+
+// worker picks and completes batches until the shared count reaches n
+async function worker(env, id, n, progress) {
+	const c = await connect(env);
+	const name = `w${id}`;
+	while (progress.done < n) {
+		const { rows } = await c.query(
+			'SELECT id FROM gen_durable.pick($1, $2, batch => $3, wait => $4)',
+			[QUEUE, name, env.batch, '1 s']);
+		if (rows.length === 0)
+			continue;
+		const outcomes = rows.map((r) => ({ id: Number(r.id), worker: name, kind: 'done' }));
+		await c.query('SELECT count(*) FROM gen_durable.flush($1)', [JSON.stringify(outcomes)]);
+		progress.counted(rows.length);
+	}
+	await c.end();
+}
+
+// drain resolves as soon as n jobs are completed; workers still waiting
+// for work then stop on their own (bench.mjs exits without them)
+export async function drain(env, n) {
+	const progress = { done: 0 };
+	let reached;
+	const all = new Promise((resolve) => { reached = resolve; });
+	progress.counted = (k) => {
+		progress.done += k;
+		if (progress.done >= n)
+			reached();
+	};
+	const workers = [];
+	for (let i = 0; i < env.concurrency; i++)
+		workers.push(worker(env, i, n, progress));
+	await Promise.race([all, Promise.all(workers)]);
+}
+
+export async function pickupLatency(env, samples) {
+	const producer = await connect(env);
+	const consumer = await connect(env);
+	const ms = [];
+	for (let i = 0; i < samples; i++) {
+		let committed = 0;
+		const picked = consumer.query(
+			"SELECT id FROM gen_durable.pick($1, 'lat', batch => 1, wait => '10 s')", [QUEUE])
+			.then((r) => {
+				const started = performance.now();
+				if (r.rows.length !== 1)
+					throw new Error('the waiting pick returned no job');
+				return { started, id: r.rows[0].id };
+			});
+		// let the pick reach its wait before inserting
+		await new Promise((resolve) => setTimeout(resolve, 5));
+		await producer.query("SELECT gen_durable.insert('noop', queue => $1)", [QUEUE]);
+		committed = performance.now();
+		const { started, id } = await picked;
+		ms.push(started - committed);
+		await consumer.query('SELECT count(*) FROM gen_durable.flush($1)',
+			[JSON.stringify([{ id: Number(id), worker: 'lat', kind: 'done' }])]);
+	}
+	await producer.end();
+	await consumer.end();
+	return ms;
+}
+
+export async function completed(env) {
+	const c = await connect(env);
+	const { rows } = await c.query(
+		"SELECT count(*)::int AS n FROM gen_durable.instances WHERE status = 'done'");
+	await c.end();
+	return rows[0].n;
+}
