@@ -72,7 +72,8 @@ static GdPlan rate_gc_plan = {
 	")"
 	"DELETE FROM gen_durable.buckets b USING k WHERE b.kind = 'rate' AND b.key = k.key",
 	1,
-	{TIMESTAMPTZOID}
+	{TIMESTAMPTZOID},
+	NULL, true
 };
 
 /*
@@ -128,7 +129,8 @@ static GdPlan gate_dirty_plan = {
 	" WHERE b.kind = 'conc' AND b.key IN (SELECT key FROM dirty)"
 	" ORDER BY b.key, b.shard FOR UPDATE OF b SKIP LOCKED",
 	0,
-	{InvalidOid}
+	{InvalidOid},
+	NULL, true
 };
 
 /* a gate's configuration changed: lock every shard of its keys, waiting */
@@ -137,7 +139,8 @@ static GdPlan gate_lock_plan = {
 	" WHERE b.kind = 'conc' AND pg_catalog.split_part(b.key, ':', 1) = $1"
 	" ORDER BY b.key, b.shard FOR UPDATE OF b",
 	1,
-	{TEXTOID}
+	{TEXTOID},
+	NULL, true
 };
 
 /* the keys of a gate that executing rows hold, whether or not they have buckets */
@@ -145,7 +148,8 @@ static GdPlan gate_holders_plan = {
 	"SELECT DISTINCT concurrency_key FROM gen_durable.instances"
 	" WHERE status = 'executing' AND concurrency_name = $1 AND concurrency_key IS NOT NULL",
 	1,
-	{TEXTOID}
+	{TEXTOID},
+	NULL, true
 };
 
 /*
@@ -198,7 +202,8 @@ static GdPlan gate_repair_plan = {
 	"SELECT (SELECT pg_catalog.count(*) FROM del),"
 	"       (SELECT pg_catalog.count(*) FROM heal) + (SELECT pg_catalog.count(*) FROM mint)",
 	3,
-	{TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID}
+	{TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID},
+	NULL, true
 };
 
 /*

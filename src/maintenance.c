@@ -85,7 +85,8 @@ static GdPlan reaper_plan = {
 	"           i.concurrency_key IS NOT NULL, i.parent_round,"
 	"           l.concurrency_key, l.concurrency_shard",
 	3,
-	{TIMESTAMPTZOID, INT4OID, BOOLOID}
+	{TIMESTAMPTZOID, INT4OID, BOOLOID},
+	NULL, true
 };
 
 static GdPlan timeouts_plan = {
@@ -102,7 +103,8 @@ static GdPlan timeouts_plan = {
 	" WHERE i.id = l.id AND i.status = 'awaiting_signal' AND i.await_deadline < $1"
 	" RETURNING i.queue",
 	2,
-	{TIMESTAMPTZOID, INT4OID}
+	{TIMESTAMPTZOID, INT4OID},
+	NULL, true
 };
 
 static GdPlan gc_plan = {
@@ -116,7 +118,8 @@ static GdPlan gc_plan = {
 	")"
 	"DELETE FROM gen_durable.instances WHERE id = ANY (ARRAY(SELECT id FROM c))",
 	2,
-	{TIMESTAMPTZOID, INT4OID}
+	{TIMESTAMPTZOID, INT4OID},
+	NULL, true
 };
 
 /*

@@ -5,8 +5,12 @@
  *		arrays to and reading results from SPI.
  *
  *		Every statement the engine runs is a static GdPlan: prepared on first
- *		use with SPI_prepare, kept with SPI_keepplan, and executed with
- *		SPI_execute_plan.  Statements are set-based over array parameters, so
+ *		use with SPI_prepare_cursor, kept with SPI_keepplan, and executed with
+ *		SPI_execute_plan.  The hot statements keep one generic plan (planning
+ *		them per call with their parameters cost a fifth of a drain's CPU);
+ *		the maintenance sweeps, which run once a round and whose best plan
+ *		depends on the values (a deadline, a cut-off time), are planned per
+ *		call.  Statements are set-based over array parameters, so
  *		the number of statements a call runs never depends on its batch size.
  *		Plans survive DROP/CREATE EXTENSION: the plan cache re-analyses the
  *		(schema-qualified) text when the tables it uses are invalidated.
@@ -90,7 +94,8 @@ prepare_and_execute(GdPlan *plan, Datum *values, const char *nulls)
 {
 	if (plan->plan == NULL)
 	{
-		SPIPlanPtr	p = SPI_prepare(plan->sql, plan->nargs, plan->argtypes);
+		SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
+											   plan->replan ? 0 : CURSOR_OPT_GENERIC_PLAN);
 
 		if (p == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));

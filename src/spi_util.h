@@ -31,6 +31,8 @@ typedef struct GdPlan
 	int			nargs;			/* number of $n parameters */
 	Oid			argtypes[GD_PLAN_MAX_ARGS]; /* their types */
 	SPIPlanPtr	plan;			/* NULL until first use */
+	bool		replan;			/* plan each call for its parameters' values
+								 * (sweeps); else one generic plan */
 } GdPlan;
 
 extern int	gd_execute(GdPlan *plan, Datum *values, const char *nulls,

@@ -86,7 +86,8 @@ typedef struct Round
 static GdPlan version_plan = {
 	"SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'gen_durable'",
 	0,
-	{InvalidOid}
+	{InvalidOid},
+	NULL, true
 };
 
 /*
@@ -115,7 +116,8 @@ static GdPlan due_plan = {
 	"         ORDER BY i.eligible_at LIMIT 1)"
 	"  FROM qp",
 	2,
-	{TIMESTAMPTZOID, TIMESTAMPTZOID}
+	{TIMESTAMPTZOID, TIMESTAMPTZOID},
+	NULL, true
 };
 
 static GdPlan deadlines_plan = {
@@ -124,14 +126,16 @@ static GdPlan deadlines_plan = {
 	"       (SELECT min(lease_expires_at) FROM gen_durable.instances"
 	"         WHERE status = 'executing')",
 	0,
-	{InvalidOid}
+	{InvalidOid},
+	NULL, true
 };
 
 static GdPlan notify_plan = {
 	"SELECT pg_catalog.pg_notify('" GD_CHANNEL_PREFIX "' || q, '')"
 	"  FROM pg_catalog.unnest($1::text[]) AS q",
 	1,
-	{TEXTARRAYOID}
+	{TEXTARRAYOID},
+	NULL, true
 };
 
 static Oid	my_dboid = InvalidOid;
