@@ -75,7 +75,8 @@ static GdPlan draw_ids_plan = {
 	"SELECT pg_catalog.nextval('gen_durable.instances_id_seq')"
 	"  FROM pg_catalog.generate_series(1, $1)",
 	1,
-	{INT4OID}
+	{INT4OID},
+	NULL, true
 };
 
 /*
@@ -110,7 +111,8 @@ static GdPlan insert_many_plan = {
 		TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID,
 		INT4ARRAYOID, JSONBARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
-	TIMESTAMPTZOID}
+	TIMESTAMPTZOID},
+	NULL, true
 };
 
 /* the occupants of keys whose duplicates had no winner inside the batch */

@@ -9,8 +9,9 @@
  *		SPI_execute_plan.  The hot statements keep one generic plan (planning
  *		them per call with their parameters cost a fifth of a drain's CPU);
  *		the maintenance sweeps, which run once a round and whose best plan
- *		depends on the values (a deadline, a cut-off time), are planned per
- *		call.  Statements are set-based over array parameters, so
+ *		depends on the values (a deadline, a cut-off time), and the bulk
+ *		insert, whose planning is spread over up to 10,000 rows and whose
+ *		plan depends on how many, are planned per call.  Statements are set-based over array parameters, so
  *		the number of statements a call runs never depends on its batch size.
  *		Plans survive DROP/CREATE EXTENSION: the plan cache re-analyses the
  *		(schema-qualified) text when the tables it uses are invalidated.
