@@ -24,12 +24,23 @@
 //                                from the insert's commit (its call
 //                                returning) to the handler starting;
 //   completed(env)               how many jobs are completed (checked after
-//                                drain).
+//                                drain);
+//   fsmEnqueue(env, n, steps)    optional (with fsmRun): insert n instances
+//                                of a machine of `steps` no-op steps;
+//   fsmRun(env, n, steps, inline)  run CONCURRENCY workers until all n have
+//                                gone through the steps and finished, each
+//                                step committed as its own transition; inline
+//                                says whether a worker runs an instance's
+//                                next step at once (gen_durable's continue)
+//                                rather than queueing it.
 // env = { pg (the pg module), config (pg client config), concurrency, batch }.
 //
 // Workloads:
 //   enqueue  time enqueue(n): jobs/s;
-//   drain    enqueue(n) and ANALYZE untimed, then time drain(n): jobs/s;
+//   drain    enqueue(n) and ANALYZE untimed, then time drain(n): jobs/s, and
+//            the WAL written per job;
+//   fsm      fsmEnqueue(n) untimed, then time the 5-step machine: steps/s;
+//   fsm_inline  the same with inline steps (systems that have them);
 //   latency  pickupLatency(n): p50, p95, p99, max in ms.
 // This is a benchmark, not a test: it checks only that the work was done.
 
@@ -50,6 +61,29 @@ const env = {
 };
 
 const sys = await import(`./systems/${system}.mjs`);
+
+// steps of the fsm workloads' machine
+const FSM_STEPS = 5;
+
+// walLsn returns the server's current WAL position
+async function walLsn(env) {
+	const c = new pg.Client(env.config);
+	await c.connect();
+	const { rows } = await c.query('SELECT pg_current_wal_lsn() AS lsn');
+	await c.end();
+	return rows[0].lsn;
+}
+
+// walBytesSince returns the WAL written since lsn (by every session: a
+// drain's own, plus whatever the system's background work wrote meanwhile)
+async function walBytesSince(env, lsn) {
+	const c = new pg.Client(env.config);
+	await c.connect();
+	const { rows } = await c.query(
+		'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::float8 AS bytes', [lsn]);
+	await c.end();
+	return rows[0].bytes;
+}
 
 // percentile p (0..1) of sorted values
 function percentile(sorted, p) {
@@ -72,13 +106,27 @@ async function main() {
 		await c.connect();
 		await c.query('ANALYZE');
 		await c.end();
+		const wal0 = await walLsn(env);
 		const t0 = performance.now();
 		await sys.drain(env, n);
 		out.seconds = (performance.now() - t0) / 1000;
 		out.per_sec = n / out.seconds;
+		out.wal_bytes_per_job = (await walBytesSince(env, wal0)) / n;
 		const done = await sys.completed(env);
 		if (done < n)
 			throw new Error(`${system}: drain returned with ${done} of ${n} jobs completed`);
+	} else if (workload === 'fsm' || workload === 'fsm_inline') {
+		if (!sys.fsmRun)
+			throw new Error(`${system} has no fsm workload`);
+		await sys.fsmEnqueue(env, n, FSM_STEPS);
+		const t0 = performance.now();
+		await sys.fsmRun(env, n, FSM_STEPS, workload === 'fsm_inline');
+		out.seconds = (performance.now() - t0) / 1000;
+		out.steps = n * FSM_STEPS;
+		out.per_sec = out.steps / out.seconds;
+		const done = await sys.completed(env);
+		if (done < n)
+			throw new Error(`${system}: ${done} of ${n} machines finished`);
 	} else if (workload === 'latency') {
 		// a job can start before its producer has even read the commit's
 		// answer: that pickup counts as 0 ms

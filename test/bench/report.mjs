@@ -29,19 +29,23 @@ function group(workload) {
 
 const fmt = (x, d = 0) => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
-// throughput table: jobs/s median, min-max, ratio to gen_durable
-function throughput(workload, title) {
+// throughput table: jobs (or steps) per second median, min-max, ratio to
+// gen_durable, and the WAL per job where measured
+function throughput(workload, title, unit = 'jobs') {
 	const by = group(workload);
 	if (by.size === 0)
 		return '';
 	const base = by.has('gen_durable') ? median(by.get('gen_durable').map((r) => r.per_sec)) : null;
-	let out = `### ${title}\n\n| system | jobs/s (median) | min-max | runs | gen_durable / system |\n|---|---|---|---|---|\n`;
+	const wal = [...by.values()].some((rows) => rows[0].wal_bytes_per_job !== undefined);
+	let out = `### ${title}\n\n| system | ${unit}/s (median) | min-max | runs | gen_durable / system |` +
+		(wal ? ' WAL bytes per job |' : '') + '\n|---|---|---|---|---|' + (wal ? '---|' : '') + '\n';
 	for (const [system, rows] of by) {
 		const xs = rows.map((r) => r.per_sec);
 		const m = median(xs);
-		out += `| ${system} | ${fmt(m)} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))} | ${rows.length} | ${base ? fmt(base / m, 2) + 'x' : ''} |\n`;
+		out += `| ${system} | ${fmt(m)} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))} | ${rows.length} | ${base ? fmt(base / m, 2) + 'x' : ''} |` +
+			(wal ? ` ${fmt(median(rows.map((r) => r.wal_bytes_per_job)))} |` : '') + '\n';
 	}
-	return out + `\n(n = ${fmt(lines.find((l) => l.workload === workload).n)} jobs per run)\n\n`;
+	return out + `\n(n = ${fmt(lines.find((l) => l.workload === workload).n)} ${unit === 'steps' ? 'machines' : 'jobs'} per run)\n\n`;
 }
 
 // latency table: medians over the runs of each percentile
@@ -66,4 +70,6 @@ process.stdout.write(
 	`doing the work, batches of ${first.batch}, Node ${process.version}.\n\n` +
 	throughput('enqueue', 'Bulk enqueue') +
 	throughput('drain', 'Drain a backlog of no-op one-step jobs') +
-	latency());
+	latency() +
+	throughput('fsm', 'A machine of 5 no-op steps, each step queued', 'steps') +
+	throughput('fsm_inline', 'The same machine, steps continued inline', 'steps'));

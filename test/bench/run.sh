@@ -17,8 +17,9 @@
 # same Node runtime, the same `pg` driver and the same number of
 # connections for every system.  Sizes and repetitions come from the
 # environment:
-#   N_ENQUEUE (200000)  N_DRAIN (100000)  N_LATENCY (1000)  REPS (3)
-#   CONCURRENCY (4)  BATCH (50)  SYSTEMS ("gen_durable bare graphile_worker pg_boss")
+#   N_ENQUEUE (200000)  N_DRAIN (100000)  N_LATENCY (1000)  N_FSM (20000)
+#   REPS (3)  CONCURRENCY (4)  BATCH (50)
+#   SYSTEMS ("gen_durable bare graphile_worker pg_boss")  FSM_SYSTEMS (gen_durable)
 # A benchmark, not a test: nothing checks the numbers.
 
 set -euo pipefail
@@ -28,14 +29,18 @@ SMOKE=no
 [ "${1:-}" = "--smoke" ] && SMOKE=yes
 
 if [ "$SMOKE" = yes ]; then
-	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_LATENCY:=5}" "${REPS:=1}"
+	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_LATENCY:=5}" "${N_FSM:=100}" "${REPS:=1}"
 	OUT=$(mktemp -d /tmp/gd_bench_out.XXXXXX)
 else
-	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_LATENCY:=1000}" "${REPS:=3}"
+	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_LATENCY:=1000}" "${N_FSM:=20000}"
+	: "${REPS:=3}"
 	OUT=$HERE
 fi
 : "${CONCURRENCY:=4}" "${BATCH:=50}"
 : "${SYSTEMS:=gen_durable bare graphile_worker pg_boss}"
+# the 5-step machine, with and without inline steps: gen_durable's own
+# target (continue against requeue); the peers have no such workload yet
+: "${FSM_SYSTEMS:=gen_durable}"
 PORT=55437
 DIR=$(mktemp -d /tmp/gd_bench.XXXXXX)
 BIN=/usr/lib/postgresql/15/bin
@@ -64,13 +69,15 @@ export PGHOST=$DIR PGPORT=$PORT PGUSER=postgres
 results=$OUT/results.jsonl
 : > "$results"
 db=0
-for workload in enqueue drain latency; do
+for workload in enqueue drain latency fsm fsm_inline; do
+	systems=$SYSTEMS
 	case $workload in
 		enqueue) n=$N_ENQUEUE ;;
 		drain) n=$N_DRAIN ;;
 		latency) n=$N_LATENCY ;;
+		fsm | fsm_inline) n=$N_FSM; systems=$FSM_SYSTEMS ;;
 	esac
-	for system in $SYSTEMS; do
+	for system in $systems; do
 		for rep in $(seq "$REPS"); do
 			db=$((db + 1))
 			as_pg "$BIN/createdb" -h "$DIR" -p "$PORT" -U postgres "bench$db"

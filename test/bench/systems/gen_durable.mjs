@@ -106,3 +106,66 @@ export async function completed(env) {
 	await c.end();
 	return rows[0].n;
 }
+
+// fsmEnqueue inserts n instances of the machine at its first step
+export async function fsmEnqueue(env, n, steps) {
+	const c = await connect(env);
+	for (let done = 0; done < n; done += SPECS_PER_CALL) {
+		const k = Math.min(SPECS_PER_CALL, n - done);
+		await c.query(
+			`SELECT count(*) FROM gen_durable.insert_many(
+			   (SELECT jsonb_agg(jsonb_build_object('fsm', 'five', 'queue', 'fsm', 'step', 's1'))
+			      FROM generate_series(1, $1::int)))`, [k]);
+	}
+	await c.end();
+}
+
+// outcomeOf is the outcome of a no-op step: the next step, or done after
+// the last one; inline continues the instance in the same worker
+function outcomeOf(job, worker, steps, inline) {
+	const k = Number(job.step.slice(1));
+	if (k >= steps)
+		return { id: Number(job.id), worker, kind: 'done' };
+	return { id: Number(job.id), worker, kind: 'next', step: `s${k + 1}`, continue: inline };
+}
+
+// fsmWorker runs steps until the shared count of finished instances
+// reaches n: each batch of jobs is flushed with one call; with inline, the
+// jobs that flush continues are run again at once (their next step), without
+// a pick
+async function fsmWorker(env, id, n, steps, inline, progress) {
+	const c = await connect(env);
+	const name = `f${id}`;
+	let jobs = [];
+	while (progress.done < n) {
+		if (jobs.length === 0) {
+			const { rows } = await c.query(
+				'SELECT id, step FROM gen_durable.pick($1, $2, batch => $3, wait => $4)',
+				['fsm', name, env.batch, '1 s']);
+			jobs = rows;
+			if (jobs.length === 0)
+				continue;
+		}
+		const outcomes = jobs.map((j) => outcomeOf(j, name, steps, inline));
+		const { rows } = await c.query(
+			'SELECT applied, job FROM gen_durable.flush($1)', [JSON.stringify(outcomes)]);
+		progress.counted(outcomes.filter((o) => o.kind === 'done').length);
+		jobs = rows.filter((r) => r.job !== null).map((r) => r.job);
+	}
+	await c.end();
+}
+
+export async function fsmRun(env, n, steps, inline) {
+	const progress = { done: 0 };
+	let reached;
+	const all = new Promise((resolve) => { reached = resolve; });
+	progress.counted = (k) => {
+		progress.done += k;
+		if (progress.done >= n)
+			reached();
+	};
+	const workers = [];
+	for (let i = 0; i < env.concurrency; i++)
+		workers.push(fsmWorker(env, i, n, steps, inline, progress));
+	await Promise.race([all, Promise.all(workers)]);
+}
