@@ -27,6 +27,12 @@
 //                                drain);
 //   fsmEnqueue(env, n, steps)    optional (with fsmRun): insert n instances
 //                                of a machine of `steps` no-op steps;
+//   backlogFill(env, runnable, terminal)  optional (with pickAtBacklog):
+//                                insert terminal finished jobs, then runnable
+//                                queued ones;
+//   pickAtBacklog(env, samples)  time `samples` claims of a batch of 10, each
+//                                in a transaction rolled back (the backlog
+//                                stays the same); ms per claim;
 //   fsmRun(env, n, steps, inline)  run CONCURRENCY workers until all n have
 //                                gone through the steps and finished, each
 //                                step committed as its own transition; inline
@@ -41,7 +47,10 @@
 //            the WAL written per job;
 //   fsm      fsmEnqueue(n) untimed, then time the 5-step machine: steps/s;
 //   fsm_inline  the same with inline steps (systems that have them);
-//   latency  pickupLatency(n): p50, p95, p99, max in ms.
+//   latency  pickupLatency(n): p50, p95, p99, max in ms;
+//   pick_backlog   claim latency with n runnable rows queued;
+//   pick_terminal  claim latency with 1,000 runnable rows behind n finished
+//            ones (systems that have pickAtBacklog).
 // This is a benchmark, not a test: it checks only that the work was done.
 
 import pg from 'pg';
@@ -64,6 +73,11 @@ const sys = await import(`./systems/${system}.mjs`);
 
 // steps of the fsm workloads' machine
 const FSM_STEPS = 5;
+
+// pick_backlog / pick_terminal: picks timed, and the runnable rows behind
+// the terminal ones
+const BACKLOG_SAMPLES = 200;
+const BACKLOG_RUNNABLE = 1000;
 
 // walLsn returns the server's current WAL position
 async function walLsn(env) {
@@ -127,6 +141,23 @@ async function main() {
 		const done = await sys.completed(env);
 		if (done < n)
 			throw new Error(`${system}: ${done} of ${n} machines finished`);
+	} else if (workload === 'pick_backlog' || workload === 'pick_terminal') {
+		if (!sys.pickAtBacklog)
+			throw new Error(`${system} has no pick_backlog workload`);
+		// n runnable rows; or BACKLOG_RUNNABLE runnable rows behind n terminal ones
+		const terminal = workload === 'pick_terminal' ? n : 0;
+		const runnable = workload === 'pick_terminal' ? BACKLOG_RUNNABLE : n;
+		await sys.backlogFill(env, runnable, terminal);
+		const c = new pg.Client(env.config);
+		await c.connect();
+		await c.query('ANALYZE');
+		await c.end();
+		const ms = (await sys.pickAtBacklog(env, BACKLOG_SAMPLES)).sort((a, b) => a - b);
+		Object.assign(out, {
+			runnable, terminal,
+			p50: percentile(ms, 0.5), p95: percentile(ms, 0.95),
+			p99: percentile(ms, 0.99), max: ms[ms.length - 1],
+		});
 	} else if (workload === 'latency') {
 		// a job can start before its producer has even read the commit's
 		// answer: that pickup counts as 0 ms

@@ -62,6 +62,27 @@ function latency() {
 	return out + `\n(${fmt(lines.find((l) => l.workload === 'latency').n)} samples per run; medians over the runs)\n\n`;
 }
 
+// claim latency per backlog: medians over the runs of each percentile
+function backlog() {
+	const rows = lines.filter((l) => l.workload === 'pick_backlog' || l.workload === 'pick_terminal');
+	if (rows.length === 0)
+		return '';
+	const by = new Map();
+	for (const r of rows) {
+		const key = `${r.system}|${r.runnable}|${r.terminal}`;
+		if (!by.has(key))
+			by.set(key, []);
+		by.get(key).push(r);
+	}
+	let out = '### Claim latency of a batch of 10 as the backlog grows, ms\n\n' +
+		'| system | runnable rows | terminal rows | p50 | p95 | p99 | max | runs |\n|---|---|---|---|---|---|---|---|\n';
+	for (const [, rs] of by) {
+		const m = (k) => fmt(median(rs.map((r) => r[k])), 2);
+		out += `| ${rs[0].system} | ${fmt(rs[0].runnable)} | ${fmt(rs[0].terminal)} | ${m('p50')} | ${m('p95')} | ${m('p99')} | ${m('max')} | ${rs.length} |\n`;
+	}
+	return out + '\n(200 claims per run, each rolled back so the backlog stays the same)\n\n';
+}
+
 const first = lines[0] || {};
 process.stdout.write(
 	`Measured ${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} cores ` +
@@ -72,4 +93,5 @@ process.stdout.write(
 	throughput('drain', 'Drain a backlog of no-op one-step jobs') +
 	latency() +
 	throughput('fsm', 'A machine of 5 no-op steps, each step queued', 'steps') +
-	throughput('fsm_inline', 'The same machine, steps continued inline', 'steps'));
+	throughput('fsm_inline', 'The same machine, steps continued inline', 'steps') +
+	backlog());

@@ -18,8 +18,10 @@
 # connections for every system.  Sizes and repetitions come from the
 # environment:
 #   N_ENQUEUE (200000)  N_DRAIN (100000)  N_LATENCY (1000)  N_FSM (20000)
+#   BACKLOGS ("1000 100000 1000000")  TERMINAL (1000000)
 #   REPS (3)  CONCURRENCY (4)  BATCH (50)
 #   SYSTEMS ("gen_durable bare graphile_worker pg_boss")  FSM_SYSTEMS (gen_durable)
+#   BACKLOG_SYSTEMS ("gen_durable bare")
 # A benchmark, not a test: nothing checks the numbers.
 
 set -euo pipefail
@@ -30,10 +32,11 @@ SMOKE=no
 
 if [ "$SMOKE" = yes ]; then
 	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_LATENCY:=5}" "${N_FSM:=100}" "${REPS:=1}"
+	: "${BACKLOGS:=100 1000}" "${TERMINAL:=1000}"
 	OUT=$(mktemp -d /tmp/gd_bench_out.XXXXXX)
 else
 	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_LATENCY:=1000}" "${N_FSM:=20000}"
-	: "${REPS:=3}"
+	: "${REPS:=3}" "${BACKLOGS:=1000 100000 1000000}" "${TERMINAL:=1000000}"
 	OUT=$HERE
 fi
 : "${CONCURRENCY:=4}" "${BATCH:=50}"
@@ -41,6 +44,8 @@ fi
 # the 5-step machine, with and without inline steps: gen_durable's own
 # target (continue against requeue); the peers have no such workload yet
 : "${FSM_SYSTEMS:=gen_durable}"
+# claim latency as the backlog grows, against the bare table
+: "${BACKLOG_SYSTEMS:=gen_durable bare}"
 PORT=55437
 DIR=$(mktemp -d /tmp/gd_bench.XXXXXX)
 BIN=/usr/lib/postgresql/15/bin
@@ -69,13 +74,17 @@ export PGHOST=$DIR PGPORT=$PORT PGUSER=postgres
 results=$OUT/results.jsonl
 : > "$results"
 db=0
-for workload in enqueue drain latency fsm fsm_inline; do
+# every (workload, n) to measure: the backlog workloads once per size
+runs="enqueue:$N_ENQUEUE drain:$N_DRAIN latency:$N_LATENCY fsm:$N_FSM fsm_inline:$N_FSM"
+for size in $BACKLOGS; do runs="$runs pick_backlog:$size"; done
+runs="$runs pick_terminal:$TERMINAL"
+for run in $runs; do
+	workload=${run%%:*}
+	n=${run#*:}
 	systems=$SYSTEMS
 	case $workload in
-		enqueue) n=$N_ENQUEUE ;;
-		drain) n=$N_DRAIN ;;
-		latency) n=$N_LATENCY ;;
-		fsm | fsm_inline) n=$N_FSM; systems=$FSM_SYSTEMS ;;
+		fsm | fsm_inline) systems=$FSM_SYSTEMS ;;
+		pick_backlog | pick_terminal) systems=$BACKLOG_SYSTEMS ;;
 	esac
 	for system in $systems; do
 		for rep in $(seq "$REPS"); do

@@ -138,3 +138,32 @@ export async function completed(env) {
 	await c.end();
 	return rows[0].n;
 }
+
+// backlogFill inserts terminal done jobs, then queued ones
+export async function backlogFill(env, runnable, terminal) {
+	await enqueue(env, terminal);
+	if (terminal > 0) {
+		const c = await connect(env);
+		await c.query("UPDATE bare_jobs SET status = 'done'");
+		await c.query('VACUUM bare_jobs');
+		await c.end();
+	}
+	await enqueue(env, runnable);
+}
+
+// pickAtBacklog times claims of 10 jobs, each rolled back
+export async function pickAtBacklog(env, samples) {
+	const c = await connect(env);
+	const ms = [];
+	for (let i = 0; i < samples; i++) {
+		await c.query('BEGIN');
+		const t0 = performance.now();
+		const { rows } = await c.query(CLAIM, ['bench', 'bk', 10]);
+		ms.push(performance.now() - t0);
+		await c.query('ROLLBACK');
+		if (rows.length !== 10)
+			throw new Error(`a claim at the backlog claimed ${rows.length} of 10`);
+	}
+	await c.end();
+	return ms;
+}
