@@ -11,6 +11,8 @@
 //   commit together, and the worker claims on the notification (the usual
 //   hand-rolled design; with no notification it re-checks every second).
 
+import { connect, untilDone } from './common.mjs';
+
 const CHUNK = 10000;
 
 const SCHEMA = `
@@ -41,12 +43,6 @@ RETURNING j.id`;
 
 const COMPLETE = `UPDATE bare_jobs SET status = 'done', locked_by = NULL
  WHERE id = ANY ($1::bigint[]) AND locked_by = $2`;
-
-async function connect(env) {
-	const client = new env.pg.Client(env.config);
-	await client.connect();
-	return client;
-}
 
 export async function setup(env) {
 	const c = await connect(env);
@@ -88,21 +84,9 @@ async function worker(env, id, n, progress) {
 	await c.end();
 }
 
-// drain resolves as soon as n jobs are completed; workers still waiting
-// for work then stop on their own (bench.mjs exits without them)
+// drain resolves as soon as n jobs are completed (common.mjs)
 export async function drain(env, n) {
-	const progress = { done: 0 };
-	let reached;
-	const all = new Promise((resolve) => { reached = resolve; });
-	progress.counted = (k) => {
-		progress.done += k;
-		if (progress.done >= n)
-			reached();
-	};
-	const workers = [];
-	for (let i = 0; i < env.concurrency; i++)
-		workers.push(worker(env, i, n, progress));
-	await Promise.race([all, Promise.all(workers)]);
+	await untilDone(env, n, (e, id, progress) => worker(e, id, n, progress));
 }
 
 export async function pickupLatency(env, samples) {

@@ -9,15 +9,10 @@
 // pick(wait => '10 s'); the producer's insert returns after its commit, and
 // the pick is woken in the server by that commit.
 
+import { connect, untilDone } from './common.mjs';
+
 const QUEUE = 'bench';
 const SPECS_PER_CALL = 10000;
-
-// connect opens one client
-async function connect(env) {
-	const client = new env.pg.Client(env.config);
-	await client.connect();
-	return client;
-}
 
 export async function setup(env) {
 	const c = await connect(env);
@@ -54,21 +49,9 @@ async function worker(env, id, n, progress) {
 	await c.end();
 }
 
-// drain resolves as soon as n jobs are completed; workers still waiting
-// for work then stop on their own (bench.mjs exits without them)
+// drain resolves as soon as n jobs are completed (common.mjs)
 export async function drain(env, n) {
-	const progress = { done: 0 };
-	let reached;
-	const all = new Promise((resolve) => { reached = resolve; });
-	progress.counted = (k) => {
-		progress.done += k;
-		if (progress.done >= n)
-			reached();
-	};
-	const workers = [];
-	for (let i = 0; i < env.concurrency; i++)
-		workers.push(worker(env, i, n, progress));
-	await Promise.race([all, Promise.all(workers)]);
+	await untilDone(env, n, (e, id, progress) => worker(e, id, n, progress));
 }
 
 export async function pickupLatency(env, samples) {
@@ -156,18 +139,7 @@ async function fsmWorker(env, id, n, steps, inline, progress) {
 }
 
 export async function fsmRun(env, n, steps, inline) {
-	const progress = { done: 0 };
-	let reached;
-	const all = new Promise((resolve) => { reached = resolve; });
-	progress.counted = (k) => {
-		progress.done += k;
-		if (progress.done >= n)
-			reached();
-	};
-	const workers = [];
-	for (let i = 0; i < env.concurrency; i++)
-		workers.push(fsmWorker(env, i, n, steps, inline, progress));
-	await Promise.race([all, Promise.all(workers)]);
+	await untilDone(env, n, (e, id, progress) => fsmWorker(e, id, n, steps, inline, progress));
 }
 
 // backlogFill inserts terminal done instances, then runnable ones
