@@ -45,6 +45,7 @@ PG_FUNCTION_INFO_V1(gen_durable_set_rate_limit);
 PG_FUNCTION_INFO_V1(gen_durable_set_concurrency_limit);
 PG_FUNCTION_INFO_V1(gen_durable_drop_limit);
 
+/* a rate limit's policy before it changes (its keys re-mint by it), locked */
 static GdPlan old_policy_plan = {
 	"SELECT rate, capacity, shards FROM gen_durable.limits"
 	" WHERE kind = $1 AND name = $2 FOR UPDATE",
@@ -344,7 +345,6 @@ gen_durable_set_concurrency_limit(PG_FUNCTION_ARGS)
 	gd_connect();
 	values[0] = CStringGetTextDatum("conc");
 	values[1] = CStringGetTextDatum(name);
-	gd_execute(&old_policy_plan, values, NULL, SPI_OK_SELECT);
 	values[2] = (Datum) 0;
 	values[3] = Float8GetDatum((double) max);
 	values[4] = Int16GetDatum((int16) shards);
