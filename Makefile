@@ -7,7 +7,7 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.4.0
+EXTVERSION  = 0.5.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
@@ -37,6 +37,10 @@ DATA        = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC  = "gen_durable - durable execution inside PostgreSQL"
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS  += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
+
+# every object depends on every header (PGXS tracks no header dependencies
+# unless PostgreSQL was configured with --enable-depend)
+$(OBJS): $(wildcard src/*.h)
 
 # pg_regress inputs are every sql/*.sql that is not an install or upgrade script
 REGRESS        = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))

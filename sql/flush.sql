@@ -445,6 +445,43 @@ SELECT applied, detail FROM pg_temp.out1(:t1, 'w2', 'done');
 SELECT status, attempt, result FROM pg_temp.st(:t1);
 
 ------------------------------------------------------------------------
+-- the fast path (done and plain next, written without the lock
+-- statement) and the locked path in one batch: each entry gets exactly
+-- what it would get alone
+------------------------------------------------------------------------
+SELECT gen_durable.insert('m', queue => 'mq') AS m_done,
+	   gen_durable.insert('m', queue => 'mq') AS m_next,
+	   gen_durable.insert('m', queue => 'mq', max_steps => 1) AS m_budget,
+	   gen_durable.insert('m', queue => 'mq') AS m_cont,
+	   gen_durable.insert('m', queue => 'mq') AS m_stale,
+	   gen_durable.insert('m', queue => 'mq') AS m_signalled,
+	   gen_durable.insert('m', queue => 'mparent') AS m_parent \gset
+SELECT count(*) FROM gen_durable.pick('mparent', 'wm');
+SELECT applied FROM pg_temp.out1(:m_parent, 'wm', 'spawn',
+	'{"step": "joined", "children": [{"fsm": "c", "queue": "mq"}]}');
+SELECT id AS m_child FROM gen_durable.instances WHERE parent_id = :m_parent \gset
+SELECT count(*) FROM gen_durable.pick('mq', 'wm', 10);
+-- a step already taken by max_steps; a signal in an inbox (done purges it)
+UPDATE gen_durable.instances SET steps = 1 WHERE id = :m_budget;
+SELECT gen_durable.signal(:m_signalled, 'note');
+SELECT f.id = :m_done AS is_done, f.id = :m_child AS is_child, f.applied, f.detail,
+	   f.job ->> 'step' AS job_step
+  FROM gen_durable.flush(jsonb_build_array(
+		jsonb_build_object('id', :m_child, 'worker', 'wm', 'kind', 'done'),
+		jsonb_build_object('id', :m_done, 'worker', 'wm', 'kind', 'done', 'result', '{"r": 1}'::jsonb),
+		jsonb_build_object('id', :m_next, 'worker', 'wm', 'kind', 'next', 'step', 's2'),
+		jsonb_build_object('id', :m_budget, 'worker', 'wm', 'kind', 'next', 'step', 's2'),
+		jsonb_build_object('id', :m_cont, 'worker', 'wm', 'kind', 'next', 'step', 's2',
+						   'continue', true),
+		jsonb_build_object('id', :m_stale, 'worker', 'other', 'kind', 'done'),
+		jsonb_build_object('id', :m_done, 'worker', 'wm', 'kind', 'done'),
+		jsonb_build_object('id', :m_signalled, 'worker', 'wm', 'kind', 'done'))) f;
+SELECT id = :m_child AS child, id = :m_parent AS parent, step, status, steps, attempt,
+	   result, error ->> 'reason' AS reason, locked_by, children_pending
+  FROM gen_durable.instances WHERE queue IN ('mq', 'mparent') ORDER BY id;
+SELECT count(*) AS inbox_left FROM gen_durable.signals WHERE target_id = :m_signalled;
+
+------------------------------------------------------------------------
 -- the argument itself: not an array, NULL, empty
 ------------------------------------------------------------------------
 SELECT * FROM gen_durable.flush(NULL);

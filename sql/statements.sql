@@ -85,7 +85,8 @@ SELECT statements AS enriched_50 FROM pg_temp.nested \gset
 SELECT :enriched_1 AS enriched_1, :enriched_50 AS enriched_50, :enriched_1 = :enriched_50 AS same;
 
 ------------------------------------------------------------------------
--- flush: 1 vs 50 "next" outcomes (lock + update)
+-- flush: 1 vs 50 "next" outcomes of children (the fast path's update,
+-- which writes none of them: they have a parent; then lock + update)
 ------------------------------------------------------------------------
 SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'next', 'step', 's2'))
 	   AS next1 FROM (SELECT id FROM gen_durable.instances
@@ -141,8 +142,8 @@ SELECT statements AS await_50 FROM pg_temp.nested \gset
 SELECT :await_1 AS await_1, :await_50 AS await_50, :await_1 = :await_50 AS same;
 
 ------------------------------------------------------------------------
--- flush: 1 vs 50 "done" outcomes of children (lock + update + inbox purge
--- + join of their parents)
+-- flush: 1 vs 50 "done" outcomes of children (fast update writing none,
+-- lock + update + inbox purge + join of their parents)
 ------------------------------------------------------------------------
 UPDATE gen_durable.instances SET status = 'awaiting_children', children_pending = 1
  WHERE queue = 'eq';
@@ -166,6 +167,27 @@ SELECT status, count(*) AS parents FROM gen_durable.instances WHERE queue = 'eq'
  GROUP BY status ORDER BY status;
 SELECT count(*) AS inboxes_left FROM gen_durable.signals s
   JOIN gen_durable.instances i ON i.id = s.target_id WHERE i.queue = 'pq';
+
+------------------------------------------------------------------------
+-- flush: 1 vs 50 "done" outcomes of plain jobs: the fast path (one update
+-- that locks and writes them + inbox purge)
+------------------------------------------------------------------------
+SELECT count(*) AS inserted FROM gen_durable.insert_many(
+	(SELECT jsonb_agg(jsonb_build_object('fsm', 'f', 'queue', 'fq')) FROM generate_series(1, 51)));
+SELECT count(*) FROM gen_durable.pick('fq', 'w', 100);
+SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done'))
+	   AS fdone1 FROM (SELECT id FROM gen_durable.instances
+						WHERE queue = 'fq' AND locked_by = 'w' ORDER BY id LIMIT 1) s \gset
+SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done'))
+	   AS fdone50 FROM (SELECT id FROM gen_durable.instances
+						 WHERE queue = 'fq' AND locked_by = 'w' ORDER BY id OFFSET 1) s \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT applied, count(*) FROM gen_durable.flush(:'fdone1') GROUP BY applied;
+SELECT statements AS fdone_1 FROM pg_temp.nested \gset
+SELECT pg_stat_statements_reset() IS NOT NULL AS reset;
+SELECT applied, count(*) FROM gen_durable.flush(:'fdone50') GROUP BY applied;
+SELECT statements AS fdone_50 FROM pg_temp.nested \gset
+SELECT :fdone_1 AS fast_done_1, :fdone_50 AS fast_done_50, :fdone_1 = :fdone_50 AS same;
 
 ------------------------------------------------------------------------
 -- heartbeat and release: 1 vs 50 ids

@@ -27,6 +27,16 @@
  *		Stale entries change nothing (I-6); invalid entries leave their
  *		instance claimed; an error rolls the whole call back.
  *
+ *		The fast path: when every valid entry is a done or a plain next (a
+ *		continue only without a rate limit; no concurrency_key), the guarded
+ *		UPDATE runs first, with no lock statement: it locks and writes each
+ *		row in id order and applies only to rows that need nothing the lock
+ *		statement would tell (no gate slot, no parent, no presented signals,
+ *		within max_steps); what it computes from the row (attempt, steps) it
+ *		computes from the row it locked.  The entries it did not apply take
+ *		the steps above as usual.  A drained job then costs one statement
+ *		and one row lock fewer.
+ *
  * IDENTIFICATION
  *		src/flush.c
  *
@@ -45,6 +55,7 @@
 #include "credit.h"
 #include "gen_durable.h"
 #include "insert.h"
+#include "job.h"
 #include "limit_policy.h"
 #include "outcome.h"
 #include "settle.h"
@@ -106,7 +117,12 @@ static GdPlan consume_plan = {
 	{INT8ARRAYOID}
 };
 
-/* the columns of update_plan's input, one array each */
+/*
+ * The columns of update_plan's input, one array each.  attempt and steps
+ * are increments of the row's values (a NULL attempt resets it to 0), so
+ * that the fast path, which has not read the row, writes what the locked
+ * path would.  The last parameter, fast, adds the fast path's guards.
+ */
 typedef enum UpdateCol
 {
 	UC_ID, UC_WORKER, UC_STATUS, UC_STEP, UC_STATE, UC_ATTEMPT, UC_STEPS,
@@ -158,8 +174,8 @@ static GdPlan update_plan = {
 	"     SET status = o.status::gen_durable.status,"
 	"         step = COALESCE(o.step, i.step),"
 	"         state = COALESCE(o.state, i.state),"
-	"         attempt = o.attempt,"
-	"         steps = o.steps,"
+	"         attempt = COALESCE(i.attempt + o.attempt, 0),"
+	"         steps = i.steps + o.steps,"
 	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
 	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
 	"         claim_session = CASE WHEN o.status = 'executing' THEN i.claim_session END,"
@@ -187,19 +203,25 @@ static GdPlan update_plan = {
 	"         updated_at = $25"
 	"    FROM o"
 	"   WHERE i.id = o.id AND i.locked_by = o.worker"
+	"     AND (NOT $26 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
+	"                      AND i.presented IS NULL"
+	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
+	"                           OR i.steps < i.max_steps)))"
 	"  RETURNING i AS inst, o.status"
 	")"
 	"SELECT (u.inst).id,"
 	"       CASE WHEN u.status = 'executing'"
-	"            THEN (SELECT pg_catalog.to_jsonb(j) FROM gen_durable._job(u.inst) j) END"
+	"            THEN (SELECT pg_catalog.to_jsonb(j)"
+	"                    FROM (SELECT " GD_JOB_COLUMNS("(u.inst)") ") j) END,"
+	"       (u.inst).queue, (u.inst).concurrency_key"
 	"  FROM u",
-	25,
+	26,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
 	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	INT2ARRAYOID, TIMESTAMPTZOID}
+	INT2ARRAYOID, TIMESTAMPTZOID, BOOLOID}
 };
 
 static GdPlan recheck_plan = {
@@ -263,6 +285,7 @@ typedef struct Entry
 	AdmitGate	gate;			/* continue: a gate slot its new key needs */
 	bool		keeps_slot;		/* continue: keeps the gate slot it holds */
 	bool		credited;		/* its gate slot was credited already */
+	bool		written;		/* its row is updated (by either path) */
 	bool		has_shard;		/* continue: the slot admission gave it ... */
 	int16		shard;			/* ... of this shard */
 } Entry;
@@ -476,9 +499,9 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 	if (o->state && !engine_fail && a != ACT_DONE && a != ACT_FAIL)
 		set_col(cols, UC_STATE, JsonbPGetDatum(o->state), false);
 	set_col(cols, UC_ATTEMPT,
-			Int32GetDatum(progress ? 0 : (a == ACT_RETRY || (engine_fail && o->kind == OUTCOME_RETRY))
-						  ? r->attempt + 1 : r->attempt), false);
-	set_col(cols, UC_STEPS, Int64GetDatum(progress ? r->steps + 1 : r->steps), false);
+			Int32GetDatum(a == ACT_RETRY || (engine_fail && o->kind == OUTCOME_RETRY) ? 1 : 0),
+			progress);
+	set_col(cols, UC_STEPS, Int64GetDatum(progress ? 1 : 0), false);
 	if (progress)
 		set_col(cols, UC_ELIGIBLE_AT, TimestampTzGetDatum(now), false);
 	else if (a == ACT_RETRY)
@@ -863,41 +886,194 @@ warn_rate_limits(Entry *entries, int n)
 	gd_warn_rate_limits(names, weights, m);
 }
 
+/* what the written entries of both paths leave for the end of the flush */
+typedef struct Applied
+{
+	Settled		settled;		/* the entries that ended */
+	HeldSlots	slots;			/* gate slots still to credit */
+	int64	   *parked;			/* the entries that now await signals */
+	int			nparked;
+} Applied;
+
 /*
- * apply runs statements 3 to 7 for the decided entries; byid indexes the
- * valid ones by id.  held_buckets says that admission holds bucket locks:
- * the last credits then take only the shards free now (credit.c).
+ * applied_init prepares an Applied for up to n entries.
  */
 static void
-apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now,
-	  bool held_buckets)
+applied_init(Applied *ap, int n)
+{
+	gd_slots_init(&ap->slots);
+	gd_settled_init(&ap->settled, n, &ap->slots);
+	ap->parked = palloc(sizeof(int64) * Max(n, 1));
+	ap->nparked = 0;
+}
+
+/*
+ * pending says whether an entry has an action whose row is not written yet.
+ */
+static inline bool
+pending(Entry *e)
+{
+	return e->act != ACT_NONE && !e->written;
+}
+
+/*
+ * update_entries runs the guarded UPDATE (4b) for every pending entry, in
+ * id order (byid: the fast path locks the rows as it writes them, in the
+ * order every locker uses, I-23), and returns how many rows it wrote; fast
+ * adds the fast path's guards.
+ */
+static int
+update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
 {
 	UpdateCols	cols;
-	Datum		values[UC_NCOLS + 1];
-	char		nulls[UC_NCOLS + 1];
-	int64	   *consumed;
-	int			nconsumed = 0;
-	int64	   *parked;
-	int			nparked = 0;
-	int			ncap = 0;
-	Settled		settled;
-	HeldSlots	slots;
+	Datum		values[UC_NCOLS + 2];
+	char		nulls[UC_NCOLS + 2];
+	int			m = 0;
 	int			rows;
 	int			i;
 	int			c;
 
+	for (i = 0; i < nvalid; i++)
+		m += pending(byid[i]) ? 1 : 0;
+	if (m == 0)
+		return 0;
+	for (c = 0; c < UC_NCOLS; c++)
+	{
+		cols.v[c] = palloc(sizeof(Datum) * m);
+		cols.null[c] = palloc(sizeof(bool) * m);
+	}
+	cols.n = 0;
+	for (i = 0; i < nvalid; i++)
+		if (pending(byid[i]))
+			add_update(&cols, byid[i], now);
+	for (c = 0; c < UC_NCOLS; c++)
+		values[c] = PointerGetDatum(gd_array(cols.v[c], cols.null[c], cols.n,
+											 update_col_types[c]));
+	values[UC_NCOLS] = TimestampTzGetDatum(now);
+	values[UC_NCOLS + 1] = BoolGetDatum(fast);
 	memset(nulls, ' ', sizeof(nulls));
+	rows = gd_execute(&update_plan, values, nulls, SPI_OK_SELECT);
+	if (!fast && rows != cols.n)
+		elog(ERROR, "flush updated %d of %d owned instances", rows, cols.n);
+	return rows;
+}
+
+/*
+ * record_updated records, for each row the UPDATE wrote (the result in
+ * SPI_tuptable), the entry's job, what it means once committed, and what
+ * the end of the flush does with it.
+ */
+static void
+record_updated(int rows, Entry **byid, int nvalid, Applied *ap, TimestampTz now)
+{
+	int			i;
+
+	for (i = 0; i < rows; i++)
+	{
+		Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
+		bool		isnull;
+		Datum		job = gd_result_copy(i, 2, &isnull);
+
+		e->written = true;
+		if (!isnull)
+		{
+			e->job = job;
+			e->has_job = true;
+		}
+		after_commit(e, now);
+		if (e->row->has_shard && !e->credited && !(e->act == ACT_CONTINUE && e->keeps_slot))
+			gd_slots_add(&ap->slots, e->row->concurrency_key, e->row->shard);
+		if (e->act == ACT_AWAIT)
+			ap->parked[ap->nparked++] = e->o->id;
+		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
+			gd_settled_add(&ap->settled, e->o->id, e->row->parent, e->row->parent_round,
+						   e->act == ACT_FAIL);
+	}
+}
+
+/*
+ * fast_kind says whether an outcome can take the fast path: a done, or a
+ * next that keeps its concurrency key and needs no admission.
+ */
+static bool
+fast_kind(Outcome *o)
+{
+	if (o->kind == OUTCOME_DONE)
+		return true;
+	return o->kind == OUTCOME_NEXT && !o->set_key && (!o->cont || o->rate_limit == NULL);
+}
+
+/*
+ * flush_fast is the fast path (see the file header), for a batch whose
+ * valid entries all are of a fast kind: one guarded UPDATE with the fast
+ * guards writes the rows that need nothing more; each written entry gets
+ * the row it wrote (no gate slot, no parent, nothing presented).  The
+ * others are left as if undecided, for the lock statement.
+ */
+static void
+flush_fast(Entry **byid, int nvalid, Applied *ap, TimestampTz now)
+{
+	static LockedRow unread = {0};
+	int			rows;
+	int			i;
+
+	for (i = 0; i < nvalid; i++)
+	{
+		Entry	   *e = byid[i];
+
+		e->act = e->o->kind == OUTCOME_DONE ? ACT_DONE
+			: e->o->cont ? ACT_CONTINUE : ACT_NEXT;
+		e->keeps_slot = e->act == ACT_CONTINUE;
+		e->row = &unread;
+	}
+	rows = update_entries(byid, nvalid, now, true);
+	for (i = 0; i < rows; i++)
+	{
+		Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
+		LockedRow  *r = palloc0(sizeof(LockedRow));
+
+		r->id = e->o->id;
+		r->status = "executing";
+		r->locked_by = e->o->worker;
+		r->queue = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3);
+		r->concurrency_key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
+		e->row = r;
+		e->applied = "ok";
+	}
+	record_updated(rows, byid, nvalid, ap, now);
+	for (i = 0; i < nvalid; i++)
+		if (!byid[i]->written)
+		{
+			byid[i]->act = ACT_NONE;
+			byid[i]->keeps_slot = false;
+			byid[i]->row = NULL;
+		}
+}
+
+/*
+ * apply runs statements 3 and 4 for the decided entries not written yet;
+ * byid indexes the valid ones by id.
+ */
+static void
+apply(Entry *entries, int n, Entry **byid, int nvalid, Applied *ap, TimestampTz now)
+{
+	Datum		values[1];
+	int64	   *consumed;
+	int			nconsumed = 0;
+	int			ncap = 0;
+	int			rows;
+	int			i;
+
 	for (i = 0; i < n; i++)
-		if (entries[i].act != ACT_NONE)
-			ncap += 1 + (entries[i].row ? entries[i].row->npresented : 0);
-	if (ncap == 0)
-		return;
+		if (pending(&entries[i]))
+			ncap += entries[i].row->npresented;
 
 	/* 3. consume the signals handed to progressing steps */
-	consumed = palloc(sizeof(int64) * ncap);
+	consumed = palloc(sizeof(int64) * Max(ncap, 1));
 	for (i = 0; i < n; i++)
-		if (entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE ||
-			entries[i].act == ACT_SPAWN)
+		if (pending(&entries[i]) &&
+			(entries[i].act == ACT_NEXT || entries[i].act == ACT_CONTINUE ||
+			 entries[i].act == ACT_SPAWN))
 		{
 			memcpy(consumed + nconsumed, entries[i].row->presented,
 				   sizeof(int64) * entries[i].row->npresented);
@@ -906,60 +1082,36 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now,
 	if (nconsumed > 0)
 	{
 		values[0] = PointerGetDatum(gd_int8_array(consumed, nconsumed));
-		gd_execute(&consume_plan, values, nulls, SPI_OK_DELETE);
+		gd_execute(&consume_plan, values, NULL, SPI_OK_DELETE);
 	}
 
 	/* 4a. the children of spawns, in one batch (insert.c) */
 	spawn_children(entries, n, now);
 
 	/* 4b. one guarded UPDATE for every applied entry */
-	for (c = 0; c < UC_NCOLS; c++)
-	{
-		cols.v[c] = palloc(sizeof(Datum) * ncap);
-		cols.null[c] = palloc(sizeof(bool) * ncap);
-	}
-	cols.n = 0;
-	for (i = 0; i < n; i++)
-		if (entries[i].act != ACT_NONE)
-			add_update(&cols, &entries[i], now);
-	for (c = 0; c < UC_NCOLS; c++)
-		values[c] = PointerGetDatum(gd_array(cols.v[c], cols.null[c], cols.n,
-											 update_col_types[c]));
-	values[UC_NCOLS] = TimestampTzGetDatum(now);
-	rows = gd_execute(&update_plan, values, nulls, SPI_OK_SELECT);
-	if (rows != cols.n)
-		elog(ERROR, "flush updated %d of %d owned instances", rows, cols.n);
+	rows = update_entries(byid, nvalid, now, false);
+	record_updated(rows, byid, nvalid, ap, now);
+}
 
-	parked = palloc(sizeof(int64) * ncap);
-	gd_slots_init(&slots);
-	gd_settled_init(&settled, cols.n, &slots);
-	for (i = 0; i < rows; i++)
-	{
-		Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
-		bool		isnull;
-		Datum		job = gd_result_copy(i, 2, &isnull);
-
-		if (!isnull)
-		{
-			e->job = job;
-			e->has_job = true;
-		}
-		after_commit(e, now);
-		if (e->row->has_shard && !e->credited && !(e->act == ACT_CONTINUE && e->keeps_slot))
-			gd_slots_add(&slots, e->row->concurrency_key, e->row->shard);
-		if (e->act == ACT_AWAIT)
-			parked[nparked++] = e->o->id;
-		else if (e->act == ACT_DONE || e->act == ACT_FAIL)
-			gd_settled_add(&settled, e->o->id, e->row->parent, e->row->parent_round,
-						   e->act == ACT_FAIL);
-	}
+/*
+ * finish runs statements 5 to 7 for every written entry of both paths.
+ * held_buckets says that admission holds bucket locks: the last credits
+ * then take only the shards free now (credit.c).
+ */
+static void
+finish(Entry *entries, int n, Entry **byid, int nvalid, Applied *ap,
+	   TimestampTz now, bool held_buckets)
+{
+	Datum		values[2];
+	int			rows;
+	int			i;
 
 	/* 5. a parked instance whose signal already arrived wakes at once */
-	if (nparked > 0)
+	if (ap->nparked > 0)
 	{
-		values[0] = PointerGetDatum(gd_int8_array(parked, nparked));
+		values[0] = PointerGetDatum(gd_int8_array(ap->parked, ap->nparked));
 		values[1] = TimestampTzGetDatum(now);
-		rows = gd_execute(&recheck_plan, values, nulls, SPI_OK_UPDATE_RETURNING);
+		rows = gd_execute(&recheck_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
 		for (i = 0; i < rows; i++)
 		{
 			Entry	   *e = entry_by_id(byid, nvalid, gd_result_int64(i, 1));
@@ -970,7 +1122,7 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now,
 	}
 
 	/* 6. terminal riders */
-	if (gd_settle(&settled, now) > 0)
+	if (gd_settle(&ap->settled, now) > 0)
 		withdraw_cancelled_continues(entries, n);
 
 	/*
@@ -978,7 +1130,7 @@ apply(Entry *entries, int n, Entry **byid, int nvalid, TimestampTz now,
 	 * credited before admission (requeued continues, cascades), after all
 	 * row locks
 	 */
-	gd_credit_slots(&slots, !held_buckets);
+	gd_credit_slots(&ap->slots, !held_buckets);
 	warn_rate_limits(entries, n);
 }
 
@@ -996,9 +1148,11 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	Entry	   *entries;
 	LockedRow  *rows = NULL;
 	bool		held_buckets;
+	Applied		applied;
 	Entry	  **byid;
 	int64	   *ids;
 	int			nvalid;
+	int			nlocked = 0;
 	int			nrows = 0;
 	int			n;
 	int			i;
@@ -1013,31 +1167,42 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		entries[i].o = &outcomes[i];
 	byid = index_entries(entries, n, &nvalid);
 	ids = palloc(sizeof(int64) * Max(nvalid, 1));
-	for (i = 0; i < nvalid; i++)
-		ids[i] = byid[i]->o->id;
 
 	gd_connect();
-	if (nvalid > 0)
+	applied_init(&applied, n);
+	for (i = 0; i < nvalid && fast_kind(byid[i]->o); i++)
+		;
+	if (nvalid > 0 && i == nvalid)
+		flush_fast(byid, nvalid, &applied, now);
+	for (i = 0; i < nvalid; i++)
+		if (!byid[i]->written)
+			ids[nlocked++] = byid[i]->o->id;
+	if (nlocked > 0)
 	{
 		Datum		values[2];
-		Datum	   *kinds = palloc(sizeof(Datum) * nvalid);
+		Datum	   *kinds = palloc(sizeof(Datum) * nlocked);
+		int			k = 0;
 
 		for (i = 0; i < nvalid; i++)
-			kinds[i] = CStringGetTextDatum(gd_outcome_kind_name(byid[i]->o->kind));
-		values[0] = PointerGetDatum(gd_int8_array(ids, nvalid));
-		values[1] = PointerGetDatum(gd_array(kinds, NULL, nvalid, TEXTOID));
+			if (!byid[i]->written)
+				kinds[k++] = CStringGetTextDatum(gd_outcome_kind_name(byid[i]->o->kind));
+		values[0] = PointerGetDatum(gd_int8_array(ids, nlocked));
+		values[1] = PointerGetDatum(gd_array(kinds, NULL, nlocked, TEXTOID));
 		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 		rows = read_locked(nrows);
 	}
 	for (i = 0; i < n; i++)
 	{
+		if (entries[i].written)
+			continue;
 		decide(&entries[i], rows, nrows);
 		if (entries[i].act == ACT_NONE)
 			gd_count(entries[i].o->invalid ? GD_STAT_INVALID : GD_STAT_STALE, 1);
 	}
 	credit_leaving(entries, n);
 	held_buckets = admit_continues(entries, n);
-	apply(entries, n, byid, nvalid, now, held_buckets);
+	apply(entries, n, byid, nvalid, &applied, now);
+	finish(entries, n, byid, nvalid, &applied, now, held_buckets);
 
 	for (i = 0; i < n; i++)
 	{

@@ -52,6 +52,7 @@
 #include "aftercommit.h"
 #include "args.h"
 #include "gen_durable.h"
+#include "job.h"
 #include "session.h"
 #include "spi_util.h"
 #include "wait.h"
@@ -158,10 +159,9 @@ static GdPlan flip_plan = {
 	"                 AND e.status = 'executing'"
 	"                 AND e.concurrency_key IS NOT NULL"
 	"                 AND e.concurrency_shard IS NULL LIMIT 1) IS NULL)"
-	"  RETURNING i AS inst"
+	"  RETURNING " GD_JOB_COLUMNS("i") ", i.priority, i.eligible_at"
 	")"
-	"SELECT j.* FROM f CROSS JOIN LATERAL gen_durable._job(f.inst) j"
-	" ORDER BY (f.inst).priority, (f.inst).eligible_at, (f.inst).id",
+	"SELECT " GD_JOB_NAMES " FROM f ORDER BY priority, eligible_at, id",
 	6,
 	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, INT2ARRAYOID}
 };
