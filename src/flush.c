@@ -207,14 +207,13 @@ static GdPlan update_plan = {
 	"                      AND i.presented IS NULL"
 	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
 	"                           OR i.steps < i.max_steps)))"
-	"  RETURNING i AS inst, o.status"
+	"  RETURNING i.id,"
+	"            CASE WHEN o.status = 'executing'"
+	"                 THEN (SELECT pg_catalog.to_jsonb(j)"
+	"                         FROM (SELECT " GD_JOB_COLUMNS("i") ") j) END AS job,"
+	"            i.queue, i.concurrency_key"
 	")"
-	"SELECT (u.inst).id,"
-	"       CASE WHEN u.status = 'executing'"
-	"            THEN (SELECT pg_catalog.to_jsonb(j)"
-	"                    FROM (SELECT " GD_JOB_COLUMNS("(u.inst)") ") j) END,"
-	"       (u.inst).queue, (u.inst).concurrency_key"
-	"  FROM u",
+	"SELECT id, job, queue, concurrency_key FROM u",
 	26,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
