@@ -26,6 +26,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "jit/jit.h"
+#include "optimizer/cost.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -60,27 +61,42 @@ gd_finish(void)
 }
 
 /*
- * execute_without_jit runs a prepared plan with JIT compilation off.  The
- * engine's statements touch a handful of rows through indexes, but their
- * per-row subqueries make the planner's estimates for a long queue large
- * enough to cross jit_above_cost, and compiling would then cost each call
- * some 100 ms for a statement that runs in well under one.  (JIT is
- * decided when a plan is made, which happens inside this call too.)
+ * execute_planned runs a prepared plan with the planner settings the
+ * engine's statements are planned under (a plan is made inside this call
+ * too, on first use or after an invalidation):
+ * - JIT off.  The statements touch a handful of rows through indexes, but
+ *   their per-row subqueries make the planner's estimates for a long queue
+ *   large enough to cross jit_above_cost, and compiling would then cost
+ *   each call some 100 ms for a statement that runs in well under one.
+ * - For a generic plan (kept for the backend's life), no sequential scans,
+ *   hash joins or merge joins where an index can do.  Such a plan is made
+ *   once, perhaps while the table is nearly empty, when reading it whole
+ *   looks cheapest; kept while the queue grows, it would read every row
+ *   (done ones included) on each call.  Every hot statement finds its rows
+ *   by key through an index, whatever the table's size.
  */
 static int
-execute_without_jit(SPIPlanPtr plan, Datum *values, const char *nulls)
+execute_planned(GdPlan *plan, Datum *values, const char *nulls)
 {
-	bool		saved = jit_enabled;
+	bool		saved_jit = jit_enabled;
+	bool		saved_seqscan = enable_seqscan;
+	bool		saved_hashjoin = enable_hashjoin;
+	bool		saved_mergejoin = enable_mergejoin;
 	int			ret;
 
 	jit_enabled = false;
+	if (!plan->replan)
+		enable_seqscan = enable_hashjoin = enable_mergejoin = false;
 	PG_TRY();
 	{
-		ret = SPI_execute_plan(plan, values, nulls, false, 0);
+		ret = SPI_execute_plan(plan->plan, values, nulls, false, 0);
 	}
 	PG_FINALLY();
 	{
-		jit_enabled = saved;
+		jit_enabled = saved_jit;
+		enable_seqscan = saved_seqscan;
+		enable_hashjoin = saved_hashjoin;
+		enable_mergejoin = saved_mergejoin;
 	}
 	PG_END_TRY();
 	return ret;
@@ -104,7 +120,7 @@ prepare_and_execute(GdPlan *plan, Datum *values, const char *nulls)
 			elog(ERROR, "SPI_keepplan failed");
 		plan->plan = p;
 	}
-	return execute_without_jit(plan->plan, values, nulls);
+	return execute_planned(plan, values, nulls);
 }
 
 /*
