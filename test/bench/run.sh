@@ -4,8 +4,9 @@
 # SKIP LOCKED table, on one throwaway cluster, in one run.
 #
 #   test/bench/run.sh            the full run; writes BENCHMARKS.md's tables
-#                                (test/bench/results.md) and the raw lines
-#                                (test/bench/results.jsonl)
+#                                (test/bench/results.md), the raw lines
+#                                (test/bench/results.jsonl) and the charts
+#                                (test/bench/throughput.svg, latency.svg)
 #   test/bench/run.sh --smoke    a tiny run that only checks everything still
 #                                works (CI); writes nothing in the tree
 #
@@ -15,13 +16,27 @@
 # starts a cluster with durable settings (cluster.sh), and for every
 # workload, system and repetition runs bench.mjs in a fresh database: the
 # same Node runtime, the same `pg` driver and the same number of
-# connections for every system.  Sizes and repetitions come from the
-# environment:
-#   N_ENQUEUE (200000)  N_DRAIN (100000)  N_LATENCY (1000)  N_FSM (20000)
+# connections for every system.  When test/bench/libpq_driver.c exists
+# (gen_durable driven from C through libpq), it is compiled once and run
+# like bench.mjs for enqueue and drain, as the system gen_durable_libpq.
+# Then report.mjs writes the tables (results.md) and charts.mjs the charts
+# (throughput.svg, latency.svg; with gnuplot, which run.sh installs as root
+# when it is missing, or the charts are skipped).  Sizes, repetitions and
+# what to run come from the environment:
+#   N_ENQUEUE (200000)  N_DRAIN (100000)  N_MIXED (100000)  N_LATENCY (1000)
+#   N_SIGNAL (1000)  N_FSM (20000)  N_FANOUT (1000 parents of 100 children)
 #   BACKLOGS ("1000 100000 1000000")  TERMINAL (1000000)
 #   REPS (3)  CONCURRENCY (4)  BATCH (50)
-#   SYSTEMS ("gen_durable bare graphile_worker pg_boss")  FSM_SYSTEMS (gen_durable)
-#   BACKLOG_SYSTEMS ("gen_durable bare")
+#   WORKLOADS ("enqueue drain mixed latency signal fsm fsm_inline fanout
+#              pick_backlog pick_terminal": the ones to run, in that order)
+#   SYSTEMS ("gen_durable bare graphile_worker pg_boss")
+#   FSM_SYSTEMS (SYSTEMS)  BACKLOG_SYSTEMS (gen_durable and bare of SYSTEMS)
+#   BENCH_OUT (where results.jsonl, results.md and the charts go: test/bench,
+#              or a temporary directory removed at the end with --smoke)
+# fsm_inline, fanout and signal run for gen_durable only (the peers have no
+# inline continue, no fan-out/join and no signals).  The server's CPU is
+# read from /proc (bench.mjs, BENCH_PGDATA): run it where /proc shows the
+# server's processes.
 # A benchmark, not a test: nothing checks the numbers.
 
 set -euo pipefail
@@ -31,24 +46,65 @@ SMOKE=no
 [ "${1:-}" = "--smoke" ] && SMOKE=yes
 
 if [ "$SMOKE" = yes ]; then
-	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_LATENCY:=5}" "${N_FSM:=100}" "${REPS:=1}"
-	: "${BACKLOGS:=100 1000}" "${TERMINAL:=1000}"
-	OUT=$(mktemp -d /tmp/gd_bench_out.XXXXXX)
+	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_MIXED:=500}" "${N_LATENCY:=5}" "${N_SIGNAL:=5}"
+	: "${N_FSM:=100}" "${N_FANOUT:=3}" "${REPS:=1}" "${BACKLOGS:=100 1000}" "${TERMINAL:=1000}"
 else
-	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_LATENCY:=1000}" "${N_FSM:=20000}"
+	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_MIXED:=100000}" "${N_LATENCY:=1000}"
+	: "${N_SIGNAL:=1000}" "${N_FSM:=20000}" "${N_FANOUT:=1000}"
 	: "${REPS:=3}" "${BACKLOGS:=1000 100000 1000000}" "${TERMINAL:=1000000}"
+fi
+# among prints the systems of the list $1 that are also in the list $2
+among() {
+	local s t
+	for s in $1; do
+		for t in $2; do
+			if [ "$s" = "$t" ]; then echo "$s"; fi
+		done
+	done
+}
+
+: "${CONCURRENCY:=4}" "${BATCH:=50}"
+: "${WORKLOADS:=enqueue drain mixed latency signal fsm fsm_inline fanout pick_backlog pick_terminal}"
+: "${SYSTEMS:=gen_durable bare graphile_worker pg_boss}"
+# the 5-step machine: gen_durable's steps against the peers' chained jobs
+: "${FSM_SYSTEMS:=$SYSTEMS}"
+# claim latency as the backlog grows, against the bare table
+: "${BACKLOG_SYSTEMS:=$(among "$SYSTEMS" "gen_durable bare")}"
+
+# every (workload, n) to measure, of WORKLOADS: the backlog workloads once
+# per size
+runs=
+for workload in $WORKLOADS; do
+	case $workload in
+		enqueue) runs="$runs enqueue:$N_ENQUEUE" ;;
+		drain) runs="$runs drain:$N_DRAIN" ;;
+		mixed) runs="$runs mixed:$N_MIXED" ;;
+		latency) runs="$runs latency:$N_LATENCY" ;;
+		signal) runs="$runs signal:$N_SIGNAL" ;;
+		fsm | fsm_inline) runs="$runs $workload:$N_FSM" ;;
+		fanout) runs="$runs fanout:$N_FANOUT" ;;
+		pick_backlog) for size in $BACKLOGS; do runs="$runs pick_backlog:$size"; done ;;
+		pick_terminal) runs="$runs pick_terminal:$TERMINAL" ;;
+		*) echo "run.sh: unknown workload $workload" >&2; exit 2 ;;
+	esac
+done
+
+# where the results go
+REMOVE_OUT=no
+if [ -n "${BENCH_OUT:-}" ]; then
+	OUT=$BENCH_OUT
+	mkdir -p "$OUT"
+elif [ "$SMOKE" = yes ]; then
+	OUT=$(mktemp -d /tmp/gd_bench_out.XXXXXX)
+	REMOVE_OUT=yes
+else
 	OUT=$HERE
 fi
-: "${CONCURRENCY:=4}" "${BATCH:=50}"
-: "${SYSTEMS:=gen_durable bare graphile_worker pg_boss}"
-# the 5-step machine, with and without inline steps: gen_durable's own
-# target (continue against requeue); the peers have no such workload yet
-: "${FSM_SYSTEMS:=gen_durable}"
-# claim latency as the backlog grows, against the bare table
-: "${BACKLOG_SYSTEMS:=gen_durable bare}"
+
 PORT=55437
 DIR=$(mktemp -d /tmp/gd_bench.XXXXXX)
 BIN=/usr/lib/postgresql/15/bin
+PG_CONFIG=$BIN/pg_config
 
 as_pg() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -56,10 +112,31 @@ as_pg() {
 
 cleanup() {
 	"$HERE/cluster.sh" stop "$DIR"
-	[ "$SMOKE" = yes ] && rm -rf "$OUT"
+	[ "$REMOVE_OUT" = yes ] && rm -rf "$OUT"
 	true
 }
 trap cleanup EXIT
+
+# fresh_db runs "$@" with PGDATABASE set to a database of its own, made
+# before and dropped after
+db=0
+fresh_db() {
+	db=$((db + 1))
+	as_pg "$BIN/createdb" -h "$DIR" -p "$PORT" -U postgres "bench$db"
+	PGDATABASE="bench$db" "$@"
+	as_pg "$BIN/dropdb" -h "$DIR" -p "$PORT" -U postgres "bench$db"
+}
+
+# gnuplot for the charts: installed when missing if we can (root, apt);
+# without it charts.mjs skips the charts
+if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+	echo "== installing gnuplot-nox for the charts" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -q --no-install-recommends gnuplot-nox >/dev/null 2>&1 ||
+		{ apt-get update -q >/dev/null 2>&1 &&
+			apt-get install -y -q --no-install-recommends gnuplot-nox >/dev/null 2>&1; } ||
+		echo "== could not install gnuplot: no charts" >&2
+fi
 
 # the peers and the Node they need, exactly as locked
 if [ ! -x "$HERE/node_modules/.bin/node" ]; then
@@ -70,33 +147,48 @@ NODE=$HERE/node_modules/.bin/node
 "$HERE/cluster.sh" start "$DIR" "$PORT"
 # the server (postgres) reads the scripts and node_modules of the tree
 export PGHOST=$DIR PGPORT=$PORT PGUSER=postgres
+# for bench.mjs's server CPU measurement
+export BENCH_PGDATA=$DIR/data
+
+# the C driver, when there is one, built once into the cluster's directory
+LIBPQ_DRIVER=
+if [ -f "$HERE/libpq_driver.c" ] && [ -n "$(among "$SYSTEMS" gen_durable)" ]; then
+	LIBPQ_DRIVER=$DIR/libpq_driver
+	cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$LIBPQ_DRIVER" "$HERE/libpq_driver.c" \
+		-L"$("$PG_CONFIG" --libdir)" -lpq
+fi
 
 results=$OUT/results.jsonl
 : > "$results"
-db=0
-# every (workload, n) to measure: the backlog workloads once per size
-runs="enqueue:$N_ENQUEUE drain:$N_DRAIN latency:$N_LATENCY fsm:$N_FSM fsm_inline:$N_FSM"
-for size in $BACKLOGS; do runs="$runs pick_backlog:$size"; done
-runs="$runs pick_terminal:$TERMINAL"
 for run in $runs; do
 	workload=${run%%:*}
 	n=${run#*:}
 	systems=$SYSTEMS
 	case $workload in
-		fsm | fsm_inline) systems=$FSM_SYSTEMS ;;
+		fsm) systems=$FSM_SYSTEMS ;;
+		fsm_inline) systems=$(among "$FSM_SYSTEMS" gen_durable) ;;
+		fanout | signal) systems=$(among "$SYSTEMS" gen_durable) ;;
 		pick_backlog | pick_terminal) systems=$BACKLOG_SYSTEMS ;;
 	esac
 	for system in $systems; do
 		for rep in $(seq "$REPS"); do
-			db=$((db + 1))
-			as_pg "$BIN/createdb" -h "$DIR" -p "$PORT" -U postgres "bench$db"
 			echo "== $workload $system run $rep (n=$n)" >&2
-			PGDATABASE="bench$db" "$NODE" "$HERE/bench.mjs" "$system" "$workload" "$n" \
+			fresh_db "$NODE" "$HERE/bench.mjs" "$system" "$workload" "$n" \
 				"$CONCURRENCY" "$BATCH" >> "$results"
-			as_pg "$BIN/dropdb" -h "$DIR" -p "$PORT" -U postgres "bench$db"
 		done
 	done
+	case $workload in
+		enqueue | drain)
+			if [ -n "$LIBPQ_DRIVER" ]; then
+				for rep in $(seq "$REPS"); do
+					echo "== $workload gen_durable_libpq run $rep (n=$n)" >&2
+					fresh_db "$LIBPQ_DRIVER" "$workload" "$n" "$CONCURRENCY" "$BATCH" >> "$results"
+				done
+			fi
+			;;
+	esac
 done
 
 "$NODE" "$HERE/report.mjs" "$results" > "$OUT/results.md"
+"$NODE" "$HERE/charts.mjs" "$results" "$OUT"
 cat "$OUT/results.md"

@@ -6,14 +6,20 @@
 //   and due order, served by a partial index on the queued rows;
 // - complete a batch with one UPDATE (status done, kept like gen_durable's
 //   terminal rows, so that both write the same kind of change);
-// - enqueue with one INSERT ... SELECT over generate_series per 10,000;
+// - insert with one INSERT ... SELECT over generate_series per call (a
+//   batch of the producer; 10,000 per call for enqueue);
 // - wake-ups: an idle worker LISTENs; the producer's INSERT and a NOTIFY
-//   commit together, and the worker claims on the notification (the usual
-//   hand-rolled design; with no notification it re-checks every second).
+//   commit together (one statement), and the worker claims on the
+//   notification (the usual hand-rolled design; with no notification it
+//   re-checks every second);
+// - the 5-step machine: a job carries its step; one UPDATE completes a
+//   claimed batch, putting each job not at its last step back in the queue
+//   at step + 1 (at the back: run_at = now(), as gen_durable's next) and
+//   marking the others done.  That requeue sends no NOTIFY: the worker that
+//   requeues claims again at once, and the queue is only empty at the very
+//   end of a run.
 
-import { connect, untilDone } from './common.mjs';
-
-const CHUNK = 10000;
+import { connect, enqueueWith, inChunks, untilDone } from './common.mjs';
 
 const SCHEMA = `
 CREATE TABLE bare_jobs (
@@ -25,7 +31,8 @@ CREATE TABLE bare_jobs (
 	run_at		timestamptz NOT NULL DEFAULT now(),
 	locked_by	text,
 	locked_at	timestamptz,
-	attempts	int NOT NULL DEFAULT 0
+	attempts	int NOT NULL DEFAULT 0,
+	step		int NOT NULL DEFAULT 1
 );
 CREATE INDEX bare_jobs_queued ON bare_jobs (queue, priority, run_at, id)
 	WHERE status = 'queued';
@@ -39,10 +46,23 @@ UPDATE bare_jobs j SET status = 'running', locked_by = $2, locked_at = now(),
 		 ORDER BY priority, run_at, id
 		 LIMIT $3 FOR UPDATE SKIP LOCKED) c
  WHERE j.id = c.id
-RETURNING j.id`;
+RETURNING j.id, j.payload, j.step`;
 
 const COMPLETE = `UPDATE bare_jobs SET status = 'done', locked_by = NULL
  WHERE id = ANY ($1::bigint[]) AND locked_by = $2`;
+
+// the machine's transition: $3 is the last step
+const ADVANCE = `UPDATE bare_jobs
+   SET status = CASE WHEN step < $3 THEN 'queued' ELSE 'done' END,
+	   step = CASE WHEN step < $3 THEN step + 1 ELSE step END,
+	   attempts = 0, run_at = now(), locked_by = NULL
+ WHERE id = ANY ($1::bigint[]) AND locked_by = $2`;
+
+// k queued jobs of queue with payload, and the notification, in one statement
+const INSERT = `WITH jobs AS (
+	INSERT INTO bare_jobs (queue, payload)
+	SELECT $1, $2::jsonb FROM generate_series(1, $3::int))
+SELECT pg_notify('bare_jobs', '')`;
 
 export async function setup(env) {
 	const c = await connect(env);
@@ -50,26 +70,32 @@ export async function setup(env) {
 	await c.end();
 }
 
-export async function enqueue(env, n) {
+// producer: one connection; insert(k, tag) inserts k no-op jobs (payload
+// {"t": tag} when tagged) and notifies, in one statement
+export async function producer(env) {
 	const c = await connect(env);
-	for (let done = 0; done < n; done += CHUNK) {
-		await c.query(
-			"INSERT INTO bare_jobs (queue) SELECT 'bench' FROM generate_series(1, $1::int)",
-			[Math.min(CHUNK, n - done)]);
-	}
-	await c.end();
+	return {
+		insert: (k, tag) => c.query(INSERT,
+			['bench', JSON.stringify(tag === undefined ? {} : { t: tag }), k]),
+		end: () => c.end(),
+	};
 }
 
-// worker claims and completes batches until the shared count reaches n,
-// sleeping on its LISTEN when the queue is empty
-async function worker(env, id, n, progress) {
+export async function enqueue(env, n) {
+	await enqueueWith(producer, env, n);
+}
+
+// worker claims batches of queue and ends each with finish(c, rows, name),
+// which returns how many of them count as done, until the shared count
+// reaches n; it sleeps on its LISTEN when the queue is empty
+async function worker(env, id, n, progress, queue, finish) {
 	const c = await connect(env);
 	const name = `w${id}`;
 	let wake = null;
 	c.on('notification', () => wake && wake());
 	await c.query('LISTEN bare_jobs');
 	while (progress.done < n) {
-		const { rows } = await c.query(CLAIM, ['bench', name, env.batch]);
+		const { rows } = await c.query(CLAIM, [queue, name, env.batch]);
 		if (rows.length === 0) {
 			await new Promise((resolve) => {
 				wake = resolve;
@@ -78,15 +104,22 @@ async function worker(env, id, n, progress) {
 			wake = null;
 			continue;
 		}
-		await c.query(COMPLETE, [rows.map((r) => r.id), name]);
-		progress.counted(rows.length);
+		progress.counted(await finish(c, rows, name));
 	}
 	await c.end();
 }
 
-// drain resolves as soon as n jobs are completed (common.mjs)
-export async function drain(env, n) {
-	await untilDone(env, n, (e, id, progress) => worker(e, id, n, progress));
+// drain resolves as soon as n jobs are completed (common.mjs), calling
+// onStart(tag) for each job claimed when given
+export async function drain(env, n, onStart) {
+	const complete = async (c, rows, name) => {
+		if (onStart)
+			for (const r of rows)
+				onStart(r.payload.t);
+		await c.query(COMPLETE, [rows.map((r) => r.id), name]);
+		return rows.length;
+	};
+	await untilDone(env, n, (e, id, progress) => worker(e, id, n, progress, 'bench', complete));
 }
 
 export async function pickupLatency(env, samples) {
@@ -121,6 +154,23 @@ export async function completed(env) {
 	const { rows } = await c.query("SELECT count(*)::int AS n FROM bare_jobs WHERE status = 'done'");
 	await c.end();
 	return rows[0].n;
+}
+
+// fsmEnqueue inserts n jobs of the machine at its first step
+export async function fsmEnqueue(env, n, steps) {
+	const c = await connect(env);
+	await inChunks(n, (k) => c.query(INSERT, ['fsm', '{}', k]));
+	await c.end();
+}
+
+// fsmRun runs the machines: each claimed batch advances with one UPDATE;
+// the jobs claimed at the last step are the machines finished
+export async function fsmRun(env, n, steps) {
+	const advance = async (c, rows, name) => {
+		await c.query(ADVANCE, [rows.map((r) => r.id), name, steps]);
+		return rows.filter((r) => r.step >= steps).length;
+	};
+	await untilDone(env, n, (e, id, progress) => worker(e, id, n, progress, 'fsm', advance));
 }
 
 // backlogFill inserts terminal done jobs, then queued ones

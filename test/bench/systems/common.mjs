@@ -1,6 +1,10 @@
-// systems/common.mjs - what the drivers that run their own worker loops
-// (gen_durable, bare) share: a connection, and running CONCURRENCY workers
-// until a number of jobs is done.
+// systems/common.mjs - what the system drivers share: a connection, running
+// CONCURRENCY workers until a number of jobs is done (the drivers that run
+// their own worker loops: gen_durable, bare), bulk inserts cut into calls
+// of CHUNK jobs, and a sleep.
+
+// jobs per bulk insert call (gen_durable's insert_many takes at most 10,000)
+export const CHUNK = 10000;
 
 // connect opens one client with the libpq environment
 export async function connect(env) {
@@ -9,12 +13,37 @@ export async function connect(env) {
 	return client;
 }
 
-// untilDone starts env.concurrency workers, worker(env, id, progress), and
-// resolves as soon as they have reported n jobs done through
-// progress.counted(k) (workers loop while progress.done < n).  Workers
-// still waiting for work then stop on their own; bench.mjs exits without
-// them.
-export async function untilDone(env, n, worker) {
+// sleep resolves after ms milliseconds
+export function sleep(ms) {
+	return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// inChunks calls insert(k) for consecutive chunks of at most CHUNK of n
+// jobs, one after the other (each call commits its own chunk), the way
+// every driver's bulk load goes
+export async function inChunks(n, insert) {
+	for (let done = 0; done < n; done += CHUNK)
+		await insert(Math.min(CHUNK, n - done));
+}
+
+// enqueueWith inserts n no-op jobs through one producer of the system
+// (producer(env) as bench.mjs describes it), CHUNK per call: the enqueue
+// of every driver
+export async function enqueueWith(producer, env, n) {
+	const p = await producer(env);
+	try {
+		await inChunks(n, (k) => p.insert(k));
+	} finally {
+		await p.end();
+	}
+}
+
+// untilDone starts `workers` workers (env.concurrency unless given),
+// worker(env, id, progress), and resolves as soon as they have reported n
+// jobs done through progress.counted(k) (workers loop while progress.done <
+// n).  Workers still waiting for work then stop on their own; bench.mjs
+// exits without them.
+export async function untilDone(env, n, worker, workers = env.concurrency) {
 	let reached;
 	const all = new Promise((resolve) => { reached = resolve; });
 	const progress = {
@@ -25,8 +54,8 @@ export async function untilDone(env, n, worker) {
 				reached();
 		},
 	};
-	const workers = [];
-	for (let i = 0; i < env.concurrency; i++)
-		workers.push(worker(env, i, progress));
-	await Promise.race([all, Promise.all(workers)]);
+	const running = [];
+	for (let i = 0; i < workers; i++)
+		running.push(worker(env, i, progress));
+	await Promise.race([all, Promise.all(running)]);
 }

@@ -40,10 +40,21 @@
 // demand, by the local queue's batch fetches, the batched completions and
 // (in pickupLatency) the add_job calls and the completion check.  The
 // docs' own perfTest uses the same shape (concurrentJobs 24, maxPoolSize 25).
-// enqueue() commits addJobs() chunks of ENQUEUE_CHUNK (10,000) jobs, one
-// after the other on one connection (addJobs = one add_jobs() SQL call = one
-// transaction, committed when it returns), as every system's enqueue does
-// (bench.mjs).
+// A producer (enqueue, and the mixed workload's two) has a pool of one
+// connection of its own and commits one addJobs() call per batch (addJobs =
+// one add_jobs() SQL call = one transaction, committed when it returns;
+// add_jobs NOTIFYs); enqueue() commits chunks of 10,000 jobs, one after the
+// other, as every system's enqueue does (bench.mjs).
+//
+// The 5-step machine: graphile has no state machine, so a step is a job
+// of the task 'step' with payload {"step": k}: the task of a step before
+// the last adds the job of the next step with helpers.addJob (on the
+// runner's pool, committed before the task returns; the finished job's
+// completion follows in graphile's completion batch).  Each addJob is a
+// transaction of its own that NOTIFYs, and PostgreSQL serializes the
+// commits of notifying transactions (a lock on the database object, held
+// through the commit's WAL flush: "Lock:object" waits), so the machine
+// runs at about one step per synchronous commit.
 //
 // Completion counting: graphile deletes a job when it completes, so
 // completed() = jobs ever inserted (the last value of the sequence behind
@@ -54,7 +65,8 @@
 // failed).  drain() counts `job:success` events only to know when to stop;
 // it then stops the runner gracefully, which flushes the pending completion
 // batch (the batcher's release awaits its last DELETE) before resolving, so
-// all n are durably completed when drain() returns.
+// all n are durably completed when drain() returns.  After the 5-step
+// machine, completed() counts every step's job (n x steps).
 //
 // Logging: graphile's default logger prints an info line per completed job
 // on stdout; a logger that keeps only warnings and errors (on stderr) is used
@@ -63,9 +75,7 @@
 import { performance } from 'node:perf_hooks';
 import { EventEmitter } from 'node:events';
 import { Logger, run, runMigrations, makeWorkerUtils } from 'graphile-worker';
-
-// jobs per addJobs() call (one add_jobs() statement, one transaction)
-const ENQUEUE_CHUNK = 10000;
+import { enqueueWith, inChunks, sleep } from './common.mjs';
 
 const logger = new Logger(() => (level, message) => {
 	if (level === 'error' || level === 'warning')
@@ -116,38 +126,58 @@ export async function setup(env) {
 	}
 }
 
-export async function enqueue(env, n) {
+// ownUtils makes worker utils on a pool of one connection of their own;
+// end() releases both
+async function ownUtils(env) {
 	const pool = makePool(env, 1);
 	const utils = await makeWorkerUtils({ pgPool: pool, logger });
-	try {
-		for (let next = 0; next < n; next += ENQUEUE_CHUNK) {
-			const count = Math.min(ENQUEUE_CHUNK, n - next);
-			const specs = new Array(count);
-			for (let i = 0; i < count; i++)
-				specs[i] = { identifier: 'noop', payload: {} };
-			await utils.addJobs(specs);
-		}
-	} finally {
-		await utils.release();
-		await pool.end();
-	}
+	return {
+		utils,
+		end: async () => {
+			await utils.release();
+			await pool.end();
+		},
+	};
 }
 
-export async function drain(env, n) {
+// specs is k addJobs specs of one task with one payload
+function specs(identifier, k, payload) {
+	return Array.from({ length: k }, () => ({ identifier, payload }));
+}
+
+// producer: one connection; insert(k, tag) adds k no-op jobs (payload
+// {"t": tag} when tagged) with one addJobs() call
+export async function producer(env) {
+	const { utils, end } = await ownUtils(env);
+	return {
+		insert: (k, tag) => utils.addJobs(specs('noop', k, tag === undefined ? {} : { t: tag })),
+		end,
+	};
+}
+
+export async function enqueue(env, n) {
+	await enqueueWith(producer, env, n);
+}
+
+// runUntil runs a runner with taskList until `counts` has said yes for n
+// successful jobs (job:success), then stops it gracefully: the stop
+// flushes the pending completion batch, so they are durably complete when
+// it resolves
+async function runUntil(env, taskList, n, counts) {
 	const pool = makePool(env, env.concurrency + 1);
 	const events = new EventEmitter();
 	let done = 0;
 	let reached;
 	const allDone = new Promise((resolve) => { reached = resolve; });
-	events.on('job:success', () => {
-		if (++done >= n)
+	events.on('job:success', ({ job }) => {
+		if (counts(job) && ++done >= n)
 			reached();
 	});
 	try {
-		const runner = await run(options(env, pool, { noop }, events));
+		const runner = await run(options(env, pool, taskList, events));
 		// the runner only ends early on a fatal error (or a breaking migration)
 		const ended = runner.promise.then(
-			() => { throw new Error('graphile-worker runner exited before the drain finished'); });
+			() => { throw new Error('graphile-worker runner exited before the run finished'); });
 		ended.catch(() => {});
 		await Promise.race([allDone, ended]);
 		await runner.stop();
@@ -155,6 +185,34 @@ export async function drain(env, n) {
 	} finally {
 		await pool.end();
 	}
+}
+
+// drain runs the no-op task until n jobs succeeded, calling onStart(tag)
+// when each starts if given
+export async function drain(env, n, onStart) {
+	const task = onStart ? async (payload) => { onStart(payload.t); } : noop;
+	await runUntil(env, { noop: task }, n, () => true);
+}
+
+// fsmEnqueue adds n jobs of the task 'step' at step 1
+export async function fsmEnqueue(env, n) {
+	const { utils, end } = await ownUtils(env);
+	try {
+		await inChunks(n, (k) => utils.addJobs(specs('step', k, { step: 1 })));
+	} finally {
+		await end();
+	}
+}
+
+// fsmRun: the task of step k < steps adds the job of step k + 1
+// (helpers.addJob, its own transaction on the pool) and returns; a machine
+// is finished when its last step's job succeeded
+export async function fsmRun(env, n, steps) {
+	const step = async (payload, helpers) => {
+		if (payload.step < steps)
+			await helpers.addJob('step', { step: payload.step + 1 });
+	};
+	await runUntil(env, { step }, n, (job) => job.payload.step >= steps);
 }
 
 export async function pickupLatency(env, samples) {
@@ -169,7 +227,6 @@ export async function pickupLatency(env, samples) {
 	};
 	events.on('job:complete', ({ job }) => onComplete?.(job));
 	const firstFetch = new Promise((resolve) => events.once('localQueue:getJobs:complete', resolve));
-	const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 	const out = [];
 	let runner = null;
 	try {

@@ -29,8 +29,15 @@
 //   run with BATCH = 1 drains at 2 jobs per worker per second.
 // - Enqueue: insert() (api/jobs "insert(name, jobs, options)", the bulk path:
 //   one INSERT ... SELECT FROM json_to_recordset per call, committed when it
-//   returns), 10,000 jobs a call on one connection, the chunk the other
-//   drivers use.  Jobs carry no data.
+//   returns, with the queue's pg_notify), 10,000 jobs a call on one
+//   connection of its own (insert()'s documented `db` option: a client
+//   outside the pool, as the other drivers' producers have), the chunk the
+//   other drivers use.  Jobs carry no data (the mixed workload's carry
+//   {"t": batch}).
+// - The 5-step machine: a step is a job with data {"step": k}; the batch
+//   handler inserts the next steps of its batch with one insert() (on the
+//   pool) before returning, and pg-boss then completes the batch: two
+//   transactions, as pg-boss has no atomic complete-and-send.
 // - Background work switched off, all documented constructor options
 //   (api/constructor): `supervise: false` (maintenance, monitoring, the flow
 //   resolver: expiry, retention deletes, queue stats, vacuum/bloat checks),
@@ -78,22 +85,19 @@
 // live in pgboss.job_common) in state 'completed' until maintenance deletes it
 // deleteAfterSeconds (default 7 days) after completion, and supervise is off
 // here anyway.  So completed() counts pgboss.job rows of the queue in state
-// 'completed', over a connection of its own (drain has closed the pool).
+// 'completed', over a connection of its own (drain has closed the pool);
+// after the 5-step machine, every step's job (n x steps).
 
 import { performance } from 'node:perf_hooks';
 import { PgBoss } from 'pg-boss';
+import { enqueueWith, inChunks, sleep } from './common.mjs';
 
 const QUEUE = 'bench';
 const SCHEMA = 'pgboss';
-const CHUNK = 10000;
 const POLL_SECONDS = 0.5;		// api/workers: pollingIntervalSeconds >= 0.5
 const NOTIFY = process.env.PG_BOSS_NOTIFY !== '0';
 
 let boss = null;
-
-function sleep(ms) {
-	return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 // connection options from the PG* environment, as pg-boss's constructor
 // takes them
@@ -124,14 +128,28 @@ export async function setup(env) {
 	await boss.createQueue(QUEUE, NOTIFY ? { notify: true } : {});
 }
 
-export async function enqueue(env, n) {
-	for (let done = 0; done < n; done += CHUNK) {
-		const k = Math.min(CHUNK, n - done);
-		await boss.insert(QUEUE, Array.from({ length: k }, () => ({})));
-	}
+// producer: a connection of its own (a pg Client, given to insert() as its
+// `db`); insert(k, tag) inserts k jobs (data {"t": tag} when tagged) with
+// one insert() call
+export async function producer(env) {
+	const c = new env.pg.Client(env.config);
+	await c.connect();
+	const db = { executeSql: (text, values) => c.query(text, values) };
+	return {
+		insert: (k, tag) => boss.insert(QUEUE,
+			Array.from({ length: k }, () => (tag === undefined ? {} : { data: { t: tag } })), { db }),
+		end: () => c.end(),
+	};
 }
 
-export async function drain(env, n) {
+export async function enqueue(env, n) {
+	await enqueueWith(producer, env, n);
+}
+
+// workUntil runs the workers (the options above) with handler(jobs), which
+// returns how many of the batch count as done, until n are counted; then
+// stops pg-boss gracefully (the batch in hand is completed first)
+async function workUntil(env, n, handler) {
 	let done = 0;
 	let reached;
 	const all = new Promise((resolve) => { reached = resolve; });
@@ -141,12 +159,43 @@ export async function drain(env, n) {
 		burstWhenBatchFull: true,
 		localConcurrency: env.concurrency,
 	}, async (jobs) => {
-		done += jobs.length;
+		// (not `done += await ...`: that would read done before the await)
+		const k = await handler(jobs);
+		done += k;
 		if (done >= n)
 			reached();
 	});
 	await all;
 	await boss.stop({ graceful: true, close: true });
+}
+
+// drain works until n jobs are done, calling onStart(tag) for each job of
+// a batch handed to the handler when given
+export async function drain(env, n, onStart) {
+	await workUntil(env, n, async (jobs) => {
+		if (onStart)
+			for (const j of jobs)
+				onStart(j.data.t);
+		return jobs.length;
+	});
+}
+
+// fsmEnqueue inserts n jobs of the machine at step 1
+export async function fsmEnqueue(env, n) {
+	await inChunks(n, (k) => boss.insert(QUEUE, Array.from({ length: k }, () => ({ data: { step: 1 } }))));
+}
+
+// fsmRun: the batch handler inserts the next step of every job not at its
+// last one with one insert() and returns (pg-boss then completes the
+// batch); a machine is finished when its last step's job is handled
+export async function fsmRun(env, n, steps) {
+	await workUntil(env, n, async (jobs) => {
+		const next = jobs.filter((j) => j.data.step < steps)
+			.map((j) => ({ data: { step: j.data.step + 1 } }));
+		if (next.length > 0)
+			await boss.insert(QUEUE, next);
+		return jobs.length - next.length;
+	});
 }
 
 export async function pickupLatency(env, samples) {
