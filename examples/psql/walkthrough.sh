@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# examples/demo/run.sh - gen_durable end to end, in a throwaway cluster.
+# examples/psql/walkthrough.sh - one order workflow, call by call, in psql.
 #
 # Starts a private PostgreSQL 15 server in a temporary directory (unix socket
 # only, no TCP), creates the extension and drives one order workflow through
@@ -22,7 +22,7 @@ BINDIR=$("$PG_CONFIG" --bindir)
 SHAREDIR=$("$PG_CONFIG" --sharedir)
 PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 
-die() { echo "demo: $*" >&2; exit 1; }
+die() { echo "walkthrough: $*" >&2; exit 1; }
 
 [ -x "$BINDIR/initdb" ] || die "no initdb in $BINDIR (install postgresql-15)"
 if [ ! -f "$SHAREDIR/extension/gen_durable.control" ] || [ ! -f "$PKGLIBDIR/gen_durable.so" ]; then
@@ -37,7 +37,7 @@ else
 	as_pg() { "$@"; }
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/gen_durable_demo.XXXXXX")
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gen_durable_walkthrough.XXXXXX")
 STARTED=no
 cleanup() {
 	local rc=$?
@@ -45,7 +45,7 @@ cleanup() {
 		as_pg "$BINDIR/pg_ctl" -D "$TMP/data" -m immediate -w stop >/dev/null 2>&1 || true
 	fi
 	if [ $rc -ne 0 ] && [ -f "$TMP/server.log" ]; then
-		echo "demo: FAILED; last lines of the server log:" >&2
+		echo "walkthrough: FAILED; last lines of the server log:" >&2
 		tail -n 20 "$TMP/server.log" >&2 || true
 	fi
 	rm -rf "$TMP"
@@ -70,7 +70,7 @@ done
 echo "== starting a throwaway PostgreSQL in $TMP (port $PORT, unix socket only)"
 as_pg "$BINDIR/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
 	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
-# This demo's "worker" opens a new connection for every call, so a claim
+# This walk-through's "worker" opens a new connection for every call, so a claim
 # must not be returned when the connection that made it closes.
 cat >>"$TMP/data/postgresql.conf" <<EOF
 shared_preload_libraries = 'gen_durable'
@@ -191,4 +191,4 @@ SQL
 expect "inbox" "$OUT" "0"
 
 echo
-echo "== demo finished: order $ORDER_ID is done"
+echo "== walk-through finished: order $ORDER_ID is done"
