@@ -24,6 +24,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "jit/jit.h"
 #include "optimizer/cost.h"
@@ -104,23 +105,42 @@ execute_planned(GdPlan *plan, Datum *values, const char *nulls)
 
 /*
  * prepare_and_execute runs a statement, preparing and keeping its plan on
- * first use.
+ * first use.  Both resolve names with pg_catalog alone on the search path
+ * (no temporary schema, nothing of the caller's): the statements qualify
+ * every table and function, but operators and casts are found on the
+ * search path, and a caller who puts a schema of their own before
+ * pg_catalog must not change what the engine's statements do.  (The plan
+ * cache remembers the path a plan was made under, so a kept plan is never
+ * reused under another.)
  */
 static int
 prepare_and_execute(GdPlan *plan, Datum *values, const char *nulls)
 {
-	if (plan->plan == NULL)
+	OverrideSearchPath catalog_only = {NIL, true, false, 0};
+	volatile int ret = 0;
+
+	PushOverrideSearchPath(&catalog_only);
+	PG_TRY();
 	{
-		SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
+		if (plan->plan == NULL)
+		{
+			SPIPlanPtr	p = SPI_prepare_cursor(plan->sql, plan->nargs, plan->argtypes,
 											   plan->replan ? 0 : CURSOR_OPT_GENERIC_PLAN);
 
-		if (p == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(p) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		plan->plan = p;
+			if (p == NULL)
+				elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+			if (SPI_keepplan(p) != 0)
+				elog(ERROR, "SPI_keepplan failed");
+			plan->plan = p;
+		}
+		ret = execute_planned(plan, values, nulls);
 	}
-	return execute_planned(plan, values, nulls);
+	PG_FINALLY();
+	{
+		PopOverrideSearchPath();
+	}
+	PG_END_TRY();
+	return ret;
 }
 
 /*
