@@ -19,7 +19,9 @@
 //   requeues claims again at once, and the queue is only empty at the very
 //   end of a run.
 
-import { connect, enqueueWith, inChunks, untilDone } from './common.mjs';
+import {
+	connect, enqueueWith, fillBacklog, inChunks, timeClaims, untilDone,
+} from './common.mjs';
 
 const SCHEMA = `
 CREATE TABLE bare_jobs (
@@ -175,29 +177,11 @@ export async function fsmRun(env, n, steps) {
 
 // backlogFill inserts terminal done jobs, then queued ones
 export async function backlogFill(env, runnable, terminal) {
-	await enqueue(env, terminal);
-	if (terminal > 0) {
-		const c = await connect(env);
-		await c.query("UPDATE bare_jobs SET status = 'done'");
-		await c.query('VACUUM bare_jobs');
-		await c.end();
-	}
-	await enqueue(env, runnable);
+	await fillBacklog(env, enqueue, runnable, terminal,
+		"UPDATE bare_jobs SET status = 'done'", 'bare_jobs');
 }
 
 // pickAtBacklog times claims of 10 jobs, each rolled back
 export async function pickAtBacklog(env, samples) {
-	const c = await connect(env);
-	const ms = [];
-	for (let i = 0; i < samples; i++) {
-		await c.query('BEGIN');
-		const t0 = performance.now();
-		const { rows } = await c.query(CLAIM, ['bench', 'bk', 10]);
-		ms.push(performance.now() - t0);
-		await c.query('ROLLBACK');
-		if (rows.length !== 10)
-			throw new Error(`a claim at the backlog claimed ${rows.length} of 10`);
-	}
-	await c.end();
-	return ms;
+	return timeClaims(env, samples, (c) => c.query(CLAIM, ['bench', 'bk', 10]));
 }

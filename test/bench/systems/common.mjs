@@ -1,7 +1,7 @@
 // systems/common.mjs - what the system drivers share: a connection, running
 // CONCURRENCY workers until a number of jobs is done (the drivers that run
 // their own worker loops: gen_durable, bare), bulk inserts cut into calls
-// of CHUNK jobs, and a sleep.
+// of CHUNK jobs, a sleep, and the backlog workloads' fill and timed claims.
 
 // jobs per bulk insert call (gen_durable's insert_many takes at most 10,000)
 export const CHUNK = 10000;
@@ -58,4 +58,37 @@ export async function untilDone(env, n, worker, workers = env.concurrency) {
 	for (let i = 0; i < workers; i++)
 		running.push(worker(env, i, progress));
 	await Promise.race([all, Promise.all(running)]);
+}
+
+// fillBacklog inserts `terminal` jobs and finishes them with finishSql (then
+// VACUUMs `table`), then inserts `runnable` queued ones: the backlogFill of
+// the systems that have the backlog workloads
+export async function fillBacklog(env, enqueue, runnable, terminal, finishSql, table) {
+	await enqueue(env, terminal);
+	if (terminal > 0) {
+		const c = await connect(env);
+		await c.query(finishSql);
+		await c.query(`VACUUM ${table}`);
+		await c.end();
+	}
+	await enqueue(env, runnable);
+}
+
+// timeClaims times `samples` claims of 10 jobs, claim(client) each, every
+// one in a transaction rolled back (the backlog stays the same); ms per
+// claim: the pickAtBacklog of the systems that have it
+export async function timeClaims(env, samples, claim) {
+	const c = await connect(env);
+	const ms = [];
+	for (let i = 0; i < samples; i++) {
+		await c.query('BEGIN');
+		const t0 = performance.now();
+		const { rows } = await claim(c);
+		ms.push(performance.now() - t0);
+		await c.query('ROLLBACK');
+		if (rows.length !== 10)
+			throw new Error(`a claim at the backlog claimed ${rows.length} of 10`);
+	}
+	await c.end();
+	return ms;
 }

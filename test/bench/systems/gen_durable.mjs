@@ -13,7 +13,9 @@
 // spawner connection) that spawns their children and picks them again
 // once joined; CONCURRENCY workers run the children in another queue.
 
-import { connect, enqueueWith, inChunks, sleep, untilDone } from './common.mjs';
+import {
+	connect, enqueueWith, fillBacklog, inChunks, sleep, timeClaims, untilDone,
+} from './common.mjs';
 
 const QUEUE = 'bench';
 const FSM_QUEUE = 'fsm';
@@ -305,32 +307,13 @@ export async function fanoutRun(env, n, width) {
 
 // backlogFill inserts terminal done instances, then runnable ones
 export async function backlogFill(env, runnable, terminal) {
-	await enqueue(env, terminal);
-	if (terminal > 0) {
-		const c = await connect(env);
-		await c.query(
-			"UPDATE gen_durable.instances SET status = 'done', result = '{}' WHERE queue = $1",
-			[QUEUE]);
-		await c.query('VACUUM gen_durable.instances');
-		await c.end();
-	}
-	await enqueue(env, runnable);
+	await fillBacklog(env, enqueue, runnable, terminal,
+		`UPDATE gen_durable.instances SET status = 'done', result = '{}' WHERE queue = '${QUEUE}'`,
+		'gen_durable.instances');
 }
 
 // pickAtBacklog times claims of 10 jobs, each rolled back
 export async function pickAtBacklog(env, samples) {
-	const c = await connect(env);
-	const ms = [];
-	for (let i = 0; i < samples; i++) {
-		await c.query('BEGIN');
-		const t0 = performance.now();
-		const { rows } = await c.query('SELECT id FROM gen_durable.pick($1, $2, batch => 10)',
-			[QUEUE, 'bk']);
-		ms.push(performance.now() - t0);
-		await c.query('ROLLBACK');
-		if (rows.length !== 10)
-			throw new Error(`a pick at the backlog claimed ${rows.length} of 10`);
-	}
-	await c.end();
-	return ms;
+	return timeClaims(env, samples,
+		(c) => c.query('SELECT id FROM gen_durable.pick($1, $2, batch => 10)', [QUEUE, 'bk']));
 }
