@@ -8,12 +8,15 @@
  *		1. lock   - the instances of every valid entry, in id order
  *		            (I-23), FOR NO KEY UPDATE; the locked (latest) versions
  *		            tell which entries still own their claim (I-5);
- *		2. decide - in C: stale, budget_exhausted (D3), attempts running out
+ *		2. decide - in C: stale (another worker's claim, or, when the entry
+ *		            names its claim, a later claim), budget_exhausted (D3),
+ *		            attempts running out
  *		            (D2), continue or requeue (D10), the values to write;
  *		3. consume- delete the signals handed to progressing steps (§5.3);
  *		4. update - one UPDATE over all applied entries, guarded again by
  *		            ownership (locked_by, which is set only while
- *		            executing); an inline continue returns its refreshed job;
+ *		            executing, and the claim an entry names); an inline
+ *		            continue starts a new claim and returns its job;
  *		5. recheck- parked entries flip straight back to runnable when an
  *		            unpresented awaited signal already exists (a new
  *		            statement, so a fresh snapshot: I-2, I-4);
@@ -102,7 +105,7 @@ static GdPlan lock_plan = {
 	")"
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
 	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round,"
-	"       concurrency_shard"
+	"       concurrency_shard, claim"
 	"  FROM gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
@@ -129,14 +132,14 @@ typedef enum UpdateCol
 	UC_ELIGIBLE_AT, UC_LEASE, UC_AWAITS, UC_KEEP_WAKE, UC_DEADLINE,
 	UC_SET_RATE, UC_RATE_LIMIT, UC_WEIGHT, UC_SET_KEY, UC_KEY,
 	UC_FSM_VERSION, UC_RESULT, UC_ERROR, UC_CHILDREN, UC_JOIN, UC_SPAWN_ROUND,
-	UC_SHARD, UC_NCOLS
+	UC_SHARD, UC_CLAIM, UC_NCOLS
 } UpdateCol;
 
 static const Oid update_col_types[UC_NCOLS] = {
 	INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT4OID, INT8OID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, BOOLOID, TIMESTAMPTZOID,
 	BOOLOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID,
-	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID, INT2OID
+	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID, INT2OID, INT8OID
 };
 
 static GdPlan update_plan = {
@@ -164,11 +167,12 @@ static GdPlan update_plan = {
 	"                     pg_catalog.unnest($21::int4[]), "
 	"                     pg_catalog.unnest($22::text[]), "
 	"                     pg_catalog.unnest($23::int4[]), "
-	"                     pg_catalog.unnest($24::int2[]))"
+	"                     pg_catalog.unnest($24::int2[]), "
+	"                     pg_catalog.unnest($25::int8[]))"
 	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
 	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
 	"         concurrency_key, fsm_version, result, error, children, join_policy,"
-	"         spawn_round, shard)"
+	"         spawn_round, shard, claim)"
 	"), u AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = o.status::gen_durable.status,"
@@ -179,6 +183,7 @@ static GdPlan update_plan = {
 	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
 	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
 	"         claim_session = CASE WHEN o.status = 'executing' THEN i.claim_session END,"
+	"         claim = i.claim + CASE WHEN o.status = 'executing' THEN 1 ELSE 0 END,"
 	"         lease_expires_at = o.lease,"
 	"         awaits = CASE WHEN o.keep_wake THEN i.awaits"
 	"                       WHEN o.awaits IS NOT NULL THEN"
@@ -200,10 +205,11 @@ static GdPlan update_plan = {
 	"         children_total = COALESCE(o.children, i.children_total),"
 	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
 	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
-	"         updated_at = $25"
+	"         updated_at = $26"
 	"    FROM o"
 	"   WHERE i.id = o.id AND i.locked_by = o.worker"
-	"     AND (NOT $26 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
+	"     AND (o.claim IS NULL OR i.claim = o.claim)"
+	"     AND (NOT $27 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
 	"                      AND i.presented IS NULL"
 	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
 	"                           OR i.steps < i.max_steps)))"
@@ -214,13 +220,13 @@ static GdPlan update_plan = {
 	"            i.queue, i.concurrency_key"
 	")"
 	"SELECT id, job, queue, concurrency_key FROM u",
-	26,
+	27,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
 	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	INT2ARRAYOID, TIMESTAMPTZOID, BOOLOID}
+	INT2ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID}
 };
 
 static GdPlan recheck_plan = {
@@ -254,6 +260,7 @@ typedef struct LockedRow
 	int32		parent_round;	/* the parent's round this child belongs to */
 	bool		has_shard;		/* it holds a gate slot ... */
 	int16		shard;			/* ... of this shard of its key's gate */
+	int64		claim;			/* the number of its latest claim, the one held */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -336,6 +343,7 @@ read_locked(int rows)
 		d = gd_result_datum(r, 14, &isnull);
 		l->has_shard = !isnull;
 		l->shard = isnull ? 0 : DatumGetInt16(d);
+		l->claim = gd_result_int64(r, 15);
 	}
 	return out;
 }
@@ -387,6 +395,13 @@ decide(Entry *e, LockedRow *rows, int nrows)
 	{
 		e->applied = "stale";
 		e->detail = r == NULL ? "no such instance" : "the claim is no longer held by this worker";
+		return;
+	}
+	if (o->has_claim && r->claim != o->claim)
+	{
+		e->applied = "stale";
+		e->detail = psprintf("the outcome is for claim %lld, the instance is now in claim %lld",
+							 (long long) o->claim, (long long) r->claim);
 		return;
 	}
 	e->row = r;
@@ -484,6 +499,8 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 
 	set_col(cols, UC_ID, Int64GetDatum(o->id), false);
 	set_col(cols, UC_WORKER, CStringGetTextDatum(o->worker), false);
+	if (o->has_claim)
+		set_col(cols, UC_CLAIM, Int64GetDatum(o->claim), false);
 	/* a spawn whose children all were duplicates runs its next step at once */
 	set_col(cols, UC_STATUS, CStringGetTextDatum(a == ACT_SPAWN && e->landed == 0
 												 ? "runnable" : status_of[a]), false);

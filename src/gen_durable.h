@@ -26,7 +26,7 @@
 extern void _PG_init(void);
 
 /* the schema version this library serves (the worker checks it) */
-#define GD_SCHEMA_VERSION		"0.5.0"
+#define GD_SCHEMA_VERSION		"0.6.0"
 
 /* ---- engine-wide limits ---- */
 

@@ -11,7 +11,9 @@
  *		- inbox: every signal in the instance's inbox, oldest first;
  *		- awaited: the awaited signals handed to this step (presented);
  *		- children: the children of the current round (D12), in
- *		  child_index order.
+ *		  child_index order;
+ *		- claim: the number of the claim the job runs under, which the
+ *		  worker may send back in its outcome to fence it.
  *		The statements expand it in place rather than calling a function
  *		over the whole row: reading one column of a composite row value
  *		deforms the row again, and a claimed row is wide.
@@ -46,11 +48,11 @@
 	"          '[]') ELSE '[]'::jsonb END AS children, " \
 	i ".timed_out AS timed_out, " i ".parent_id AS parent_id, " \
 	i ".correlation_key AS correlation_key, " i ".metadata AS metadata, " \
-	i ".lease_expires_at AS lease_expires_at"
+	i ".lease_expires_at AS lease_expires_at, " i ".claim AS claim"
 
 /* the names GD_JOB_COLUMNS gives its columns, in the same order */
 #define GD_JOB_NAMES \
 	"id, fsm, fsm_version, step, state, attempt, steps, inbox, awaited, children, " \
-	"timed_out, parent_id, correlation_key, metadata, lease_expires_at"
+	"timed_out, parent_id, correlation_key, metadata, lease_expires_at, claim"
 
 #endif							/* GD_JOB_H */

@@ -25,23 +25,23 @@
 #include "outcome.h"
 
 static const char *const next_keys[] = {
-	"id", "worker", "kind", "step", "state", "rate_limit", "weight",
+	"id", "worker", "kind", "claim", "step", "state", "rate_limit", "weight",
 	"concurrency_key", "fsm_version", "continue", "lease", NULL
 };
 static const char *const retry_keys[] = {
-	"id", "worker", "kind", "state", "delay", "error", NULL
+	"id", "worker", "kind", "claim", "state", "delay", "error", NULL
 };
 static const char *const await_keys[] = {
-	"id", "worker", "kind", "names", "step", "state", "timeout", NULL
+	"id", "worker", "kind", "claim", "names", "step", "state", "timeout", NULL
 };
 static const char *const spawn_keys[] = {
-	"id", "worker", "kind", "children", "step", "state", "join", NULL
+	"id", "worker", "kind", "claim", "children", "step", "state", "join", NULL
 };
 static const char *const done_keys[] = {
-	"id", "worker", "kind", "result", NULL
+	"id", "worker", "kind", "claim", "result", NULL
 };
 static const char *const fail_keys[] = {
-	"id", "worker", "kind", "error", NULL
+	"id", "worker", "kind", "claim", "error", NULL
 };
 
 /*
@@ -198,7 +198,8 @@ parse_children(JsonbValue *v, Outcome *o)
 
 			if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
 				ereport(ERROR,
-						(errmsg("insert spec at position %d: must be a JSON object", i)));
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("insert spec at position %d: must be a JSON object", i)));
 			gd_spec_from_json(e->val.binary.data, i, parse_now, &o->children[i]);
 		}
 	}
@@ -335,6 +336,12 @@ parse_one(JsonbValue *e, Outcome *o)
 		return pstrdup("\"worker\" is required");
 	if ((problem = gd_json_name(v, "worker", &o->worker)))
 		return problem;
+	if ((v = gd_json_field(obj, "claim")) != NULL && !gd_json_is_null(v))
+	{
+		if ((problem = gd_json_int(v, "claim", 1, PG_INT64_MAX, &o->claim)))
+			return problem;
+		o->has_claim = true;
+	}
 	if ((v = gd_json_field(obj, "kind")) == NULL)
 		return pstrdup("\"kind\" is required");
 	if ((problem = gd_json_name(v, "kind", &kind)))
@@ -343,7 +350,8 @@ parse_one(JsonbValue *e, Outcome *o)
 		if (strcmp(kinds[k].name, kind) == 0)
 			def = &kinds[k];
 	if (def == NULL)
-		return psprintf("unknown kind \"%.64s\" (expected next, retry, await, spawn, done or fail)", kind);
+		return psprintf("unknown kind \"%s\" (expected next, retry, await, spawn, done or fail)",
+						gd_clip(kind, strlen(kind), 64));
 	o->kind = def->kind;
 	if ((problem = gd_json_unknown_key(obj, def->keys)))
 		return psprintf("%s for kind %s", problem, def->name);

@@ -32,6 +32,8 @@ typedef struct Outcome
 	bool		has_id;			/* false when "id" is missing or malformed */
 	int64		id;
 	char	   *worker;
+	bool		has_claim;		/* "claim" given: the job's claim it ran under */
+	int64		claim;
 	OutcomeKind kind;
 	char	   *invalid;		/* NULL when valid, else why not */
 

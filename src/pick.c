@@ -147,6 +147,7 @@ static GdPlan flip_plan = {
 	"  UPDATE gen_durable.instances i"
 	"     SET status = 'executing', locked_by = $2, lease_expires_at = $3,"
 	"         updated_at = $4, concurrency_shard = a.shard, claim_session = $5,"
+	"         claim = i.claim + 1,"
 	"         presented = (SELECT pg_catalog.array_agg(s.id ORDER BY s.id)"
 	"                        FROM gen_durable.signals s"
 	"                       WHERE s.target_id = i.id AND s.name = ANY (i.awaits))"

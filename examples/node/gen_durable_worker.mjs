@@ -41,7 +41,7 @@ import os from 'node:os';
 import pg from 'pg';
 
 const PICK_SQL = `SELECT id, fsm, fsm_version, step, state, attempt, steps, inbox, awaited,
-                         children, timed_out, parent_id, correlation_key, metadata
+                         children, timed_out, parent_id, correlation_key, metadata, claim
                     FROM gen_durable.pick($1, $2, batch => $3, lease => $4::interval,
                                           wait => $5::interval, fsms => $6::text[])`;
 const FLUSH_SQL = 'SELECT id, applied, detail, job FROM gen_durable.flush($1::jsonb)';
@@ -457,9 +457,10 @@ export class Worker {
 		if (this.flushing || this.buffer.length === 0)
 			return;
 		this.flushing = true;
-		const entries = this.buffer.splice(0);
+		const entries = this.latestClaims(this.buffer.splice(0));
 		const body = entries.map(({ run, outcome: o }) => {
-			const entry = { ...o, id: run.job.id, worker: this.id };
+			// claim fences the outcome: applied only while this claim is the latest
+			const entry = { ...o, id: run.job.id, worker: this.id, claim: Number(run.job.claim) };
 			if (entry.continue && this.stopping)
 				delete entry.continue;
 			else if (entry.continue)
@@ -473,6 +474,22 @@ export class Worker {
 		if (this.buffer.length > 0)
 			this.scheduleFlush();
 		this.settle();
+	}
+
+	// latestClaims keeps, of buffered outcomes for one id, the one of its
+	// latest claim: an id picked again after its claim was lost has the old
+	// claim's outcome too, which would be stale (and flush takes one outcome
+	// per id); the dropped ones free their slots
+	latestClaims(buffered) {
+		const latest = new Map();
+		for (const b of buffered) {
+			const seen = latest.get(b.run.job.id);
+			if (!seen || Number(seen.run.job.claim) < Number(b.run.job.claim))
+				latest.set(b.run.job.id, b);
+		}
+		const kept = buffered.filter((b) => latest.get(b.run.job.id) === b);
+		this.slots.release(buffered.length - kept.length);
+		return kept;
 	}
 
 	// applied handles flush's answer for one entry (none: the flush was

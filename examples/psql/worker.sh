@@ -52,11 +52,11 @@ echo "ready $WORKER"
 
 while [ $STOP = no ]; do
 	# pick: claim one due job, or wait up to 10 s for one
-	job=$(sql <<<"SELECT id, fsm, step, attempt, state
+	job=$(sql <<<"SELECT id, fsm, step, attempt, claim, state
 	                FROM gen_durable.pick(:'queue', :'worker', batch => 1, wait => '10 s')") ||
 		{ sleep 1; continue; }		# interrupted, or the server is away
 	[ -n "$job" ] || continue
-	IFS=$'\t' read -r id fsm step attempt state <<<"$job"
+	IFS=$'\t' read -r id fsm step attempt claim state <<<"$job"
 
 	# run: the step itself, outside any transaction
 	if result=$(JOB_ID=$id JOB_FSM=$fsm JOB_STEP=$step JOB_ATTEMPT=$attempt "$@" <<<"$state"); then
@@ -69,8 +69,10 @@ while [ $STOP = no ]; do
 	fi
 
 	# flush: commit the outcome; 'stale' if the claim was lost meanwhile
-	applied=$(sql -v id="$id" -v result="${result:-null}" <<<"SELECT applied FROM gen_durable.flush(
-	            jsonb_build_array($outcome || jsonb_build_object('id', :id, 'worker', :'worker')))")
+	# (the claim number fences it: a later claim of the job is not ours)
+	applied=$(sql -v id="$id" -v claim="$claim" -v result="${result:-null}" <<<"SELECT applied FROM gen_durable.flush(
+	            jsonb_build_array($outcome || jsonb_build_object('id', :id, 'worker', :'worker',
+	                                                             'claim', :claim)))")
 	echo "job $id ($fsm/$step, attempt $attempt): $kind -> $applied" >&2
 done
 echo "stopped $WORKER"

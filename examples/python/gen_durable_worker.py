@@ -158,6 +158,7 @@ class Job:
     correlation_key: Optional[str]
     metadata: Optional[Dict[str, Any]]
     lease_expires_at: Any
+    claim: Optional[int] = None  # the claim's number (engine 0.6.0 and later)
 
     @classmethod
     def from_row(cls, row):
@@ -569,9 +570,22 @@ class Worker:
         """Commits a batch of (claim, outcome) with one flush call, retrying the
         call while the database is unreachable (a few times during shutdown)."""
         stopping = self._stopping.is_set()
+        with self._lock:
+            # A claim we picked again after losing it supersedes the old one,
+            # whose outcome would be stale: it is not sent.
+            superseded = [c for c, _ in batch if self._claims.get(c.job.id) is not c]
+            batch = [(c, o) for c, o in batch if self._claims.get(c.job.id) is c]
+        for claim in superseded:
+            log.info("%s %d: outcome of a superseded claim dropped", claim.job.fsm, claim.job.id)
+            self._free_slot(claim)
+        if not batch:
+            return
         entries = []
         for claim, outcome in batch:
             entry = dict(outcome, id=claim.job.id, worker=self.worker_id)
+            if claim.job.claim is not None:
+                # The fence: applied only while this claim is the latest.
+                entry["claim"] = claim.job.claim
             if stopping:
                 # Shutting down: the next step goes back to the queue instead.
                 entry.pop("continue", None)
