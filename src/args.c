@@ -19,6 +19,7 @@
 
 #include <math.h>
 
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/numeric.h"
@@ -98,8 +99,22 @@ gd_interval_negative(Interval *span)
 }
 
 /*
+ * gd_interval_too_long says whether a span is longer than 1e9 seconds
+ * (about 31 years), the bound of every duration the engine takes: a
+ * longer one would push the timestamps it is added to out of range, an
+ * error that names no argument.
+ */
+bool
+gd_interval_too_long(Interval *span)
+{
+	return (double) span->month * DAYS_PER_MONTH * SECS_PER_DAY +
+		(double) span->day * SECS_PER_DAY + (double) span->time / USECS_PER_SEC > 1e9;
+}
+
+/*
  * gd_arg_interval returns a non-NULL interval argument, which must be
- * positive (leases) or at least not negative (waits, delays).
+ * positive (leases) or at least not negative (waits, delays), and not
+ * longer than 1e9 seconds.
  */
 Interval *
 gd_arg_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool positive)
@@ -117,6 +132,11 @@ gd_arg_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool po
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must be %s", argname,
 						positive ? "a positive interval" : "an interval of zero or more"),
+				 errhint("Pass an interval such as '30 seconds'.")));
+	if (gd_interval_too_long(span))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be longer than 1e9 seconds", argname),
 				 errhint("Pass an interval such as '30 seconds'.")));
 	return span;
 }
@@ -234,10 +254,21 @@ gd_json_unknown_key(JsonbContainer *obj, const char *const *allowed)
 			}
 		}
 		if (!known)
-			return psprintf("unknown key \"%.*s\"",
-							Min(v.val.string.len, 64), v.val.string.val);
+			return psprintf("unknown key \"%s\"",
+							gd_clip(v.val.string.val, v.val.string.len, 64));
 	}
 	return NULL;
+}
+
+/*
+ * gd_clip returns at most max bytes of the len-byte string s, cut at a
+ * character boundary, for quoting user input in messages: cutting inside
+ * a multibyte character would make the message itself invalid text.
+ */
+char *
+gd_clip(const char *s, int len, int max)
+{
+	return pnstrdup(s, pg_mbcliplen(s, len, Min(len, max)));
 }
 
 /*
@@ -432,8 +463,7 @@ gd_json_duration(JsonbValue *v, const char *key, Interval *out)
 			return psprintf("\"%s\" is not a valid interval", key);
 		if (gd_interval_negative(out))
 			return psprintf("\"%s\" must not be negative", key);
-		if ((double) out->month * DAYS_PER_MONTH * SECS_PER_DAY +
-			(double) out->day * SECS_PER_DAY + (double) out->time / USECS_PER_SEC > 1e9)
+		if (gd_interval_too_long(out))
 			return psprintf("\"%s\" must not be longer than 1e9 seconds", key);
 		return NULL;
 	}

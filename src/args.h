@@ -30,6 +30,7 @@ extern int	gd_json_batch_array(Jsonb *arg, const char *argname,
 extern void gd_check_batch_size(int n, const char *argname);
 extern bool gd_interval_positive(Interval *span);
 extern bool gd_interval_negative(Interval *span);
+extern bool gd_interval_too_long(Interval *span);
 
 /*
  * JSON fields: these return NULL on success, or a palloc'd message saying
@@ -48,5 +49,6 @@ extern char *gd_json_bool(JsonbValue *v, const char *key, bool *out);
 extern char *gd_json_name_array(JsonbValue *v, const char *key, Jsonb **out);
 extern Jsonb *gd_json_value(JsonbValue *v);
 extern bool gd_json_is_null(JsonbValue *v);
+extern char *gd_clip(const char *s, int len, int max);
 
 #endif							/* GD_ARGS_H */

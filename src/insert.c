@@ -356,6 +356,48 @@ spec_error(int ord, const char *problem)
 }
 
 /*
+ * spec_timestamp reads a timestamp field of a spec.  A malformed or
+ * out-of-range timestamp raises the spec's error, which names the spec
+ * and the field, rather than timestamptz_in's, which names neither.
+ * Parsing touches no shared state, so the error is caught without a
+ * subtransaction.
+ */
+static TimestampTz
+spec_timestamp(JsonbValue *v, const char *key, int ord)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	volatile TimestampTz ts = 0;
+	char	   *volatile problem = NULL;
+
+	if (v->type != jbvString)
+		spec_error(ord, psprintf("\"%s\" must be a timestamp string", key));
+	PG_TRY();
+	{
+		ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+													 CStringGetDatum(pnstrdup(v->val.string.val,
+																			  v->val.string.len)),
+													 ObjectIdGetDatum(InvalidOid),
+													 Int32GetDatum(-1)));
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		problem = psprintf("\"%s\": %s", key, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	if (problem)
+		spec_error(ord, problem);
+	return ts;
+}
+
+/*
  * spec_json_name reads an optional name field of a spec; NULL = absent or
  * JSON null.
  */
@@ -429,12 +471,7 @@ gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spe
 	spec->priority = spec_json_int(obj, "priority", ord, 0, PG_INT16_MIN, PG_INT16_MAX);
 	if ((v = gd_json_field(obj, "run_at")) != NULL && !gd_json_is_null(v))
 	{
-		if (v->type != jbvString)
-			spec_error(ord, "\"run_at\" must be a timestamp string");
-		run_at = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-														 CStringGetDatum(pnstrdup(v->val.string.val, v->val.string.len)),
-														 ObjectIdGetDatum(InvalidOid),
-														 Int32GetDatum(-1)));
+		run_at = spec_timestamp(v, "run_at", ord);
 		has_run_at = true;
 	}
 	if ((v = gd_json_field(obj, "delay")) != NULL && !gd_json_is_null(v))

@@ -335,8 +335,10 @@ gen_durable_set_concurrency_limit(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(1) || PG_GETARG_INT32(1) < 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"max\" must be at least 1"),
+				(errcode(PG_ARGISNULL(1) ? ERRCODE_NULL_VALUE_NOT_ALLOWED
+						 : ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg(PG_ARGISNULL(1) ? "argument \"max\" must not be NULL"
+						: "argument \"max\" must be at least 1"),
 				 errhint("Pass how many instances of one key may execute at once; "
 						 "drop_limit('conc', name) removes the gate.")));
 	max = PG_GETARG_INT32(1);
