@@ -8,7 +8,11 @@
 #      postgres user must be able to reach the clone);
 #   2. the end-to-end suites, test/e2e/run.sh: the checkout workload with
 #      the Python and the Node worker apps, directly and through PgBouncer,
-#      and the psql examples.
+#      and the psql examples;
+#   3. the chaos soak for 60 s (test/chaos/run.sh: workers, backends, the
+#      maintenance worker and the server killed under a mixed workload,
+#      then every invariant checked) and the fuzzer at CI size
+#      (test/fuzz/run.sh --ci: 3,000 hostile calls, then the invariants).
 #
 # Run it after make install, from anywhere in the clone, as root or as the
 # user who owns the clone.  Every suite runs even when an earlier one
@@ -27,7 +31,12 @@ suite() {
 	shift
 	printf '\n=== %s\n' "$name"
 	"$@" </dev/null || rc=$?
-	if [ $rc -ne 0 ]; then failed+=("$name"); fi
+	if [ $rc -ne 0 ]; then
+		failed+=("$name")
+		echo "suite $name ... FAILED (exit status $rc)"
+	else
+		echo "suite $name ... ok"
+	fi
 }
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -41,6 +50,8 @@ suite "e2e python through PgBouncer" test/e2e/run.sh python --pgbouncer
 suite "e2e node" test/e2e/run.sh node
 suite "e2e node through PgBouncer" test/e2e/run.sh node --pgbouncer
 suite "e2e psql" test/e2e/run.sh psql
+suite "chaos soak" test/chaos/run.sh --seconds 60
+suite "fuzz" test/fuzz/run.sh --ci
 
 echo
 if [ ${#failed[@]} -eq 0 ]; then
