@@ -18,6 +18,7 @@ OBJS        = src/gen_durable.o \
               src/admit.o \
               src/credit.o \
               src/limit_policy.o \
+              src/queue_control.o \
               src/buckets.o \
               src/outcome.o \
               src/flush.o \

@@ -35,8 +35,9 @@
  *		UPDATE runs first, with no lock statement: it locks and writes each
  *		row in id order and applies only to rows that need nothing the lock
  *		statement would tell (no gate slot, no parent, no presented signals,
- *		within max_steps); what it computes from the row (attempt, steps) it
- *		computes from the row it locked.  The entries it did not apply take
+ *		within max_steps, a continue not in a paused queue); what it
+ *		computes from the row (attempt, steps) it computes from the row it
+ *		locked.  The entries it did not apply take
  *		the steps above as usual.  A drained job then costs one statement
  *		and one row lock fewer.
  *
@@ -105,7 +106,9 @@ static GdPlan lock_plan = {
 	")"
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
 	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round,"
-	"       concurrency_shard, claim"
+	"       concurrency_shard, claim,"
+	"       EXISTS (SELECT 1 FROM gen_durable.paused_queues q"
+	"                WHERE q.queue = instances.queue) AS paused"
 	"  FROM gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
@@ -211,6 +214,9 @@ static GdPlan update_plan = {
 	"     AND (o.claim IS NULL OR i.claim = o.claim)"
 	"     AND (NOT $27 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
 	"                      AND i.presented IS NULL"
+	"                      AND (o.status <> 'executing'"
+	"                           OR NOT EXISTS (SELECT 1 FROM gen_durable.paused_queues q"
+	"                                           WHERE q.queue = i.queue))"
 	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
 	"                           OR i.steps < i.max_steps)))"
 	"  RETURNING i.id,"
@@ -261,6 +267,7 @@ typedef struct LockedRow
 	bool		has_shard;		/* it holds a gate slot ... */
 	int16		shard;			/* ... of this shard of its key's gate */
 	int64		claim;			/* the number of its latest claim, the one held */
+	bool		paused;			/* its queue is paused: no inline continue */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -344,6 +351,7 @@ read_locked(int rows)
 		l->has_shard = !isnull;
 		l->shard = isnull ? 0 : DatumGetInt16(d);
 		l->claim = gd_result_int64(r, 15);
+		l->paused = DatumGetBool(gd_result_datum(r, 16, &isnull));
 	}
 	return out;
 }
@@ -418,7 +426,14 @@ decide(Entry *e, LockedRow *rows, int nrows)
 	{
 		case OUTCOME_NEXT:
 			e->act = o->cont ? ACT_CONTINUE : ACT_NEXT;
-			if (o->cont)
+			if (o->cont && r->paused)
+			{
+				/* a paused queue hands out no step, not even inline */
+				e->act = ACT_NEXT;
+				e->applied = "requeued";
+				e->detail = "its queue is paused";
+			}
+			else if (o->cont)
 			{
 				bool		new_key = o->set_key && o->concurrency_key != NULL &&
 					(r->concurrency_key == NULL ||

@@ -6,7 +6,8 @@
  *		A pick is claim -> admit -> flip, in one transaction (SEMANTICS §4,
  *		D7):
  *		1. the candidate statement locks up to `batch` due runnable rows of
- *		   the queue in priority order, FOR NO KEY UPDATE SKIP LOCKED, after
+ *		   the queue (none while it is paused: queue_control.c) in priority
+ *		   order, FOR NO KEY UPDATE SKIP LOCKED, after
  *		   probing the K=1 arbiter per row (rows whose unconfigured
  *		   concurrency key is already executing are skipped before the LIMIT,
  *		   I-11), skips keys that a concurrent pick is claiming right now (a
@@ -93,6 +94,7 @@ static GdPlan candidates_plan = {
 	"                                  AND e.concurrency_shard IS NULL"
 	"                                LIMIT 1) k ON true"
 	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
+	"             AND NOT EXISTS (SELECT 1 FROM gen_durable.paused_queues q WHERE q.queue = $1)"
 	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
 	"             AND (NOT g.gated"
 	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
