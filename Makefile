@@ -19,6 +19,9 @@ OBJS        = src/gen_durable.o \
               src/credit.o \
               src/limit_policy.o \
               src/queue_control.o \
+              src/history.o \
+              src/cron.o \
+              src/schedule.o \
               src/buckets.o \
               src/outcome.o \
               src/flush.o \

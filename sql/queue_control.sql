@@ -16,7 +16,7 @@ SELECT gen_durable.pause_queue('pq') AS paused;
 SELECT gen_durable.pause_queue('pq') AS paused_again;
 SELECT gen_durable.pause_queue('idle') AS paused_empty_queue;
 SELECT queue, due, executing, paused FROM gen_durable.queues ORDER BY queue;
-SELECT queue FROM gen_durable.paused_queues ORDER BY queue;
+SELECT queue, paused_at IS NOT NULL AS paused FROM gen_durable.queue_settings ORDER BY queue;
 
 -- nothing of pq is picked; other queues are not affected
 SELECT count(*) AS picked_pq FROM gen_durable.pick('pq', 'w', 10);
@@ -35,6 +35,9 @@ SELECT gen_durable.resume_queue('pq') AS resumed;
 SELECT gen_durable.resume_queue('pq') AS resumed_again;
 SELECT gen_durable.resume_queue('never') AS resumed_unpaused;
 SELECT queue, paused FROM gen_durable.queues ORDER BY queue;
+-- a resumed queue with no instances and no setting left is not listed
+SELECT gen_durable.resume_queue('idle');
+SELECT count(*) AS idle_listed FROM gen_durable.queues WHERE queue = 'idle';
 SELECT count(*) AS picked_pq FROM gen_durable.pick('pq', 'w', 10);
 -- a continue in a running queue runs inline again
 SELECT f.applied, f.job->>'step' AS step
@@ -53,7 +56,7 @@ SELECT gen_durable.resume_queue('pq');
 BEGIN;
 SELECT gen_durable.pause_queue('pq');
 ROLLBACK;
-SELECT count(*) AS paused_queues FROM gen_durable.paused_queues WHERE queue = 'pq';
+SELECT paused_at IS NULL AS not_paused FROM gen_durable.queue_settings WHERE queue = 'pq';
 
 -- bad input
 SELECT gen_durable.pause_queue(NULL);

@@ -60,7 +60,7 @@ SELECT gen_durable.insert('job', '{"n": 4}', queue => 'uq', correlation_key => '
 SELECT gen_durable.insert('job', '{"n": 5}', queue => 'uq', correlation_key => 'up-5') AS u5 \gset
 SELECT gen_durable.signal('up-3', 'hello', '{"from": "0.1.0"}');
 -- pick and run_maintenance wait for the update (42703: a new column; 42P01
--- for pick: the paused_queues table of 0.6.0)
+-- for pick: the queue_settings table of 0.6.0)
 SELECT pg_temp.err($$SELECT * FROM gen_durable.pick('uq', 'w1')$$) AS pick;
 SELECT pg_temp.err($$SELECT gen_durable.run_maintenance()$$) AS run_maintenance;
 SELECT pg_temp.hint($$SELECT * FROM gen_durable.pick('uq', 'w1')$$) AS hint;

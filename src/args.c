@@ -272,6 +272,39 @@ gd_clip(const char *s, int len, int max)
 }
 
 /*
+ * gd_catch_bad_input runs parse(arg) and returns NULL, or the message of
+ * the data exception (SQLSTATE class 22) it raised: bad input is then the
+ * caller's to report, for example as one entry's problem.  Anything else
+ * (out of memory, a cancel) is rethrown.  Only for parsing that touches no
+ * shared state, so the error is caught without a subtransaction.
+ */
+char *
+gd_catch_bad_input(void (*parse) (void *arg), void *arg)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	char	   *volatile problem = NULL;
+
+	PG_TRY();
+	{
+		parse(arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		problem = pstrdup(edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return problem;
+}
+
+/*
  * gd_json_is_null says whether a present value is JSON null.
  */
 bool

@@ -50,5 +50,6 @@ extern char *gd_json_name_array(JsonbValue *v, const char *key, Jsonb **out);
 extern Jsonb *gd_json_value(JsonbValue *v);
 extern bool gd_json_is_null(JsonbValue *v);
 extern char *gd_clip(const char *s, int len, int max);
+extern char *gd_catch_bad_input(void (*parse) (void *arg), void *arg);
 
 #endif							/* GD_ARGS_H */

@@ -35,7 +35,8 @@
  *		UPDATE runs first, with no lock statement: it locks and writes each
  *		row in id order and applies only to rows that need nothing the lock
  *		statement would tell (no gate slot, no parent, no presented signals,
- *		within max_steps, a continue not in a paused queue); what it
+ *		within max_steps, no step history, a continue not in a paused
+ *		queue); what it
  *		computes from the row (attempt, steps) it computes from the row it
  *		locked.  The entries it did not apply take
  *		the steps above as usual.  A drained job then costs one statement
@@ -58,6 +59,7 @@
 #include "args.h"
 #include "credit.h"
 #include "gen_durable.h"
+#include "history.h"
 #include "insert.h"
 #include "job.h"
 #include "limit_policy.h"
@@ -107,8 +109,11 @@ static GdPlan lock_plan = {
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
 	"       parent_id, concurrency_key, presented, queue, spawn_round, parent_round,"
 	"       concurrency_shard, claim,"
-	"       EXISTS (SELECT 1 FROM gen_durable.paused_queues q"
-	"                WHERE q.queue = instances.queue) AS paused"
+	"       EXISTS (SELECT 1 FROM gen_durable.queue_settings q"
+	"                WHERE q.queue = instances.queue AND q.paused_at IS NOT NULL) AS paused,"
+	"       step,"
+	"       COALESCE(history, EXISTS (SELECT 1 FROM gen_durable.queue_settings q"
+	"                                  WHERE q.queue = instances.queue AND q.history))"
 	"  FROM gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
@@ -176,6 +181,11 @@ static GdPlan update_plan = {
 	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
 	"         concurrency_key, fsm_version, result, error, children, join_policy,"
 	"         spawn_round, shard, claim)"
+	"), s AS ("
+	"  SELECT COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE history), '{}') AS history_queues,"
+	"         COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE paused_at IS NOT NULL), '{}')"
+	"           AS paused_queues"
+	"    FROM gen_durable.queue_settings"
 	"), u AS ("
 	"  UPDATE gen_durable.instances i"
 	"     SET status = o.status::gen_durable.status,"
@@ -209,14 +219,13 @@ static GdPlan update_plan = {
 	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
 	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
 	"         updated_at = $26"
-	"    FROM o"
+	"    FROM o, s"
 	"   WHERE i.id = o.id AND i.locked_by = o.worker"
 	"     AND (o.claim IS NULL OR i.claim = o.claim)"
 	"     AND (NOT $27 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
 	"                      AND i.presented IS NULL"
-	"                      AND (o.status <> 'executing'"
-	"                           OR NOT EXISTS (SELECT 1 FROM gen_durable.paused_queues q"
-	"                                           WHERE q.queue = i.queue))"
+	"                      AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues))"
+	"                      AND (o.status <> 'executing' OR i.queue <> ALL (s.paused_queues))"
 	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
 	"                           OR i.steps < i.max_steps)))"
 	"  RETURNING i.id,"
@@ -268,6 +277,8 @@ typedef struct LockedRow
 	int16		shard;			/* ... of this shard of its key's gate */
 	int64		claim;			/* the number of its latest claim, the one held */
 	bool		paused;			/* its queue is paused: no inline continue */
+	char	   *step;			/* the step that ran */
+	bool		history;		/* it records its step history */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -352,6 +363,8 @@ read_locked(int rows)
 		l->shard = isnull ? 0 : DatumGetInt16(d);
 		l->claim = gd_result_int64(r, 15);
 		l->paused = DatumGetBool(gd_result_datum(r, 16, &isnull));
+		l->step = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 17);
+		l->history = DatumGetBool(gd_result_datum(r, 18, &isnull));
 	}
 	return out;
 }
@@ -1022,6 +1035,39 @@ record_updated(int rows, Entry **byid, int nvalid, Applied *ap, TimestampTz now)
 	}
 }
 
+/* the kind a history row records for each action */
+static const char *const history_kind[] = {
+	NULL, "next", "continue", "retry", "await", "spawn", "done", "fail"
+};
+
+/*
+ * record_history appends to the step history (history.c) the outcome of
+ * every written entry whose instance records it.  Such rows take the
+ * locked path (the fast path skips them), so each has the row it locked:
+ * the steps, step and attempt the step ran at.
+ */
+static void
+record_history(Entry *entries, int n, TimestampTz now)
+{
+	GdHistory	h;
+	int			i;
+
+	gd_history_init(&h, n);
+	for (i = 0; i < n; i++)
+	{
+		Entry	   *e = &entries[i];
+		Jsonb	   *error = e->error;
+
+		if (!e->written || !e->row->history)
+			continue;
+		if (error == NULL && e->act == ACT_RETRY)
+			error = e->o->error;
+		gd_history_add(&h, e->o->id, e->row->steps, e->row->step, history_kind[e->act],
+					   e->row->attempt, e->o->worker, error);
+	}
+	gd_history_write(&h, now);
+}
+
 /*
  * fast_kind says whether an outcome can take the fast path: a done, or a
  * next that keeps its concurrency key and needs no admission.
@@ -1233,6 +1279,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	credit_leaving(entries, n);
 	held_buckets = admit_continues(entries, n);
 	apply(entries, n, byid, nvalid, &applied, now);
+	record_history(entries, n, now);
 	finish(entries, n, byid, nvalid, &applied, now, held_buckets);
 
 	for (i = 0; i < n; i++)

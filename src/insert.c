@@ -9,7 +9,9 @@
  *		whole batch with one statement in correlation_key order (I-21), so
  *		concurrent batches meet the arbiter in one global order and cannot
  *		deadlock.  A duplicate writes nothing: insert() returns NULL,
- *		insert_many() returns the occupying id with created = false.
+ *		insert_many() returns the occupying id with created = false;
+ *		insert(on_conflict => 'replace') instead gives a runnable occupant
+ *		the new state and due time (debounce).
  *
  * IDENTIFICATION
  *		src/insert.c
@@ -49,7 +51,11 @@ static const char *const status_labels[] = {
 /* the default scope of a correlation key: occupied while live */
 #define GD_LIVE_SCOPE	"runnable,executing,awaiting_signal,awaiting_children"
 
-/* every column an insert writes, in the order of the parameters below */
+/*
+ * every column an insert writes, in the order of the parameters below;
+ * history (0.6.0) only when asked for, so that inserts keep working on a
+ * schema older than the library until ALTER EXTENSION UPDATE
+ */
 #define INSERT_COLUMNS \
 	"fsm, fsm_version, step, state, queue, priority, eligible_at, " \
 	"correlation_key, correlation_scope, concurrency_key, rate_limit, " \
@@ -58,16 +64,52 @@ static const char *const status_labels[] = {
 #define INSERT_CONFLICT \
 	" ON CONFLICT (correlation_guard) WHERE correlation_guard IS NOT NULL DO NOTHING"
 
-static GdPlan insert_plan = {
-	"INSERT INTO gen_durable.instances (" INSERT_COLUMNS ") "
-	"VALUES ($1, $2, $3, $4, $5, $6::int2, $7, $8, "
-	"pg_catalog.string_to_array($9, ',')::gen_durable.status[], "
-	"$10, $11, $12, $13, $14, $15, $16, $16)"
+/* insert()'s values of INSERT_COLUMNS, from its first 16 parameters */
+#define INSERT_VALUES \
+	"$1, $2, $3, $4, $5, $6::int2, $7, $8, " \
+	"pg_catalog.string_to_array($9, ',')::gen_durable.status[], " \
+	"$10, $11, $12, $13, $14, $15, $16, $16"
+#define INSERT_PARAM_TYPES \
+	{TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID, \
+	 TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID, INT4OID, JSONBOID, \
+	 TIMESTAMPTZOID, BOOLOID}
+
+/* insert() as defined before 0.6.0 (no history argument, no column) */
+static GdPlan insert_before_060_plan = {
+	"INSERT INTO gen_durable.instances (" INSERT_COLUMNS ") VALUES (" INSERT_VALUES ")"
 	INSERT_CONFLICT " RETURNING id",
 	16,
-	{TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID, TIMESTAMPTZOID,
-	 TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID, INT4OID, JSONBOID,
-	TIMESTAMPTZOID}
+	INSERT_PARAM_TYPES
+};
+
+/* insert(): $17 is history (NULL: as the queue is set) */
+static GdPlan insert_plan = {
+	"INSERT INTO gen_durable.instances (" INSERT_COLUMNS ", history)"
+	" VALUES (" INSERT_VALUES ", $17)"
+	INSERT_CONFLICT " RETURNING id",
+	17,
+	INSERT_PARAM_TYPES
+};
+
+/*
+ * insert(on_conflict => 'replace'): debounce.  A runnable occupant of the
+ * correlation key takes the new state and due time instead; an occupant in
+ * any other status is left alone.  The id is drawn first so that the
+ * result tells a created row from a replaced one.  ON CONFLICT DO UPDATE
+ * locks the occupant and judges its latest version, so a concurrent claim
+ * of it wins: once it is executing it is not replaced.
+ */
+static GdPlan insert_replace_plan = {
+	"WITH n AS (SELECT pg_catalog.nextval('gen_durable.instances_id_seq') AS id) "
+	"INSERT INTO gen_durable.instances AS i (id, " INSERT_COLUMNS ", history)"
+	" OVERRIDING SYSTEM VALUE SELECT n.id, " INSERT_VALUES ", $17 FROM n"
+	" ON CONFLICT (correlation_guard) WHERE correlation_guard IS NOT NULL"
+	" DO UPDATE SET state = EXCLUDED.state, eligible_at = EXCLUDED.eligible_at,"
+	"               updated_at = EXCLUDED.updated_at"
+	"         WHERE i.status = 'runnable'"
+	" RETURNING i.id, i.id = (SELECT id FROM n) AS created, i.queue, i.eligible_at",
+	17,
+	INSERT_PARAM_TYPES
 };
 
 /* ids for a batch, drawn up front so that each input position keeps its id */
@@ -82,37 +124,46 @@ static GdPlan draw_ids_plan = {
 /*
  * One statement for a whole batch, inserting in correlation_key order
  * (I-21); it returns the ids that were created, the rest were duplicates.
+ * The history column is written (from $20) only by the variant for a
+ * batch in which some spec asks for it.
  */
+#define INSERT_MANY_SQL(history_column) \
+	"INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS "," \
+	"  parent_id, child_index, parent_round" history_column ") OVERRIDING SYSTEM VALUE" \
+	"  SELECT id, fsm, fsm_version, step, state, queue, priority::int2, eligible_at," \
+	"         correlation_key, pg_catalog.string_to_array(scope, ',')::gen_durable.status[]," \
+	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $21, $21," \
+	"         parent_id, child_index, parent_round" history_column \
+	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[])," \
+	"                    pg_catalog.unnest($3::int4[]), pg_catalog.unnest($4::text[])," \
+	"                    pg_catalog.unnest($5::jsonb[]), pg_catalog.unnest($6::text[])," \
+	"                    pg_catalog.unnest($7::int4[]), pg_catalog.unnest($8::timestamptz[])," \
+	"                    pg_catalog.unnest($9::text[]), pg_catalog.unnest($10::text[])," \
+	"                    pg_catalog.unnest($11::text[]), pg_catalog.unnest($12::text[])," \
+	"                    pg_catalog.unnest($13::float8[]), pg_catalog.unnest($14::int4[])," \
+	"                    pg_catalog.unnest($15::int4[]), pg_catalog.unnest($16::jsonb[])," \
+	"                    pg_catalog.unnest($17::int8[]), pg_catalog.unnest($18::int4[])," \
+	"                    pg_catalog.unnest($19::int4[]), pg_catalog.unnest($20::bool[]))" \
+	"      AS s(id, fsm, fsm_version, step, state, queue, priority, eligible_at," \
+	"           correlation_key, scope, concurrency_key, rate_limit, weight," \
+	"           max_attempts, max_steps, metadata, parent_id, child_index, parent_round," \
+	"           history)" \
+	"   ORDER BY correlation_key, id" \
+	INSERT_CONFLICT \
+	" RETURNING id"
+#define INSERT_MANY_PARAM_TYPES \
+	{INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID, \
+	 TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID, \
+	 TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID, \
+	 INT4ARRAYOID, JSONBARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, \
+	 BOOLARRAYOID, TIMESTAMPTZOID}
+
 static GdPlan insert_many_plan = {
-	"INSERT INTO gen_durable.instances (id, " INSERT_COLUMNS ","
-	"  parent_id, child_index, parent_round) OVERRIDING SYSTEM VALUE"
-	"  SELECT id, fsm, fsm_version, step, state, queue, priority::int2, eligible_at,"
-	"         correlation_key, pg_catalog.string_to_array(scope, ',')::gen_durable.status[],"
-	"         concurrency_key, rate_limit, weight, max_attempts, max_steps, metadata, $20, $20,"
-	"         parent_id, child_index, parent_round"
-	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]),"
-	"                    pg_catalog.unnest($3::int4[]), pg_catalog.unnest($4::text[]),"
-	"                    pg_catalog.unnest($5::jsonb[]), pg_catalog.unnest($6::text[]),"
-	"                    pg_catalog.unnest($7::int4[]), pg_catalog.unnest($8::timestamptz[]),"
-	"                    pg_catalog.unnest($9::text[]), pg_catalog.unnest($10::text[]),"
-	"                    pg_catalog.unnest($11::text[]), pg_catalog.unnest($12::text[]),"
-	"                    pg_catalog.unnest($13::float8[]), pg_catalog.unnest($14::int4[]),"
-	"                    pg_catalog.unnest($15::int4[]), pg_catalog.unnest($16::jsonb[]),"
-	"                    pg_catalog.unnest($17::int8[]), pg_catalog.unnest($18::int4[]),"
-	"                    pg_catalog.unnest($19::int4[]))"
-	"      AS s(id, fsm, fsm_version, step, state, queue, priority, eligible_at,"
-	"           correlation_key, scope, concurrency_key, rate_limit, weight,"
-	"           max_attempts, max_steps, metadata, parent_id, child_index, parent_round)"
-	"   ORDER BY correlation_key, id"
-	INSERT_CONFLICT
-	" RETURNING id",
-	20,
-	{INT8ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-		TEXTARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4ARRAYOID,
-		INT4ARRAYOID, JSONBARRAYOID, INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
-	TIMESTAMPTZOID},
-	NULL, true
+	INSERT_MANY_SQL(""), 21, INSERT_MANY_PARAM_TYPES, NULL, true
+};
+
+static GdPlan insert_many_history_plan = {
+	INSERT_MANY_SQL(", history"), 21, INSERT_MANY_PARAM_TYPES, NULL, true
 };
 
 /* the occupants of keys whose duplicates had no winner inside the batch */
@@ -206,6 +257,7 @@ spec_defaults(InsertSpec *spec, TimestampTz now)
 	spec->eligible_at = now;
 	spec->weight = 1;
 	spec->max_attempts = 20;
+	spec->history = -1;
 }
 
 /*
@@ -325,6 +377,9 @@ spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
 					 errhint("Pass an object such as '{\"tenant\": 42}', or NULL.")));
 	}
 	spec->fsm_version = PG_GETARG_INT32(15);
+	/* insert() as defined before 0.6.0 has no history argument */
+	if (PG_NARGS() > 17 && !PG_ARGISNULL(17))
+		spec->history = PG_GETARG_BOOL(17) ? 1 : 0;
 
 	problem = spec_problem(spec);
 	if (problem)
@@ -340,7 +395,7 @@ spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
 static const char *const spec_keys[] = {
 	"fsm", "state", "step", "queue", "priority", "run_at", "delay",
 	"correlation_key", "correlation_scope", "concurrency_key", "rate_limit",
-	"weight", "max_attempts", "max_steps", "metadata", "fsm_version", NULL
+	"weight", "max_attempts", "max_steps", "metadata", "fsm_version", "history", NULL
 };
 
 /*
@@ -355,46 +410,44 @@ spec_error(int ord, const char *problem)
 			 errhint("An insert spec is an object with the same keys as the arguments of gen_durable.insert.")));
 }
 
+/* a timestamp field of a spec being parsed */
+typedef struct SpecTimestamp
+{
+	JsonbValue *v;
+	TimestampTz ts;
+} SpecTimestamp;
+
+/*
+ * parse_timestamp parses a SpecTimestamp's string (for gd_catch_bad_input).
+ */
+static void
+parse_timestamp(void *arg)
+{
+	SpecTimestamp *t = (SpecTimestamp *) arg;
+
+	t->ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+													CStringGetDatum(pnstrdup(t->v->val.string.val,
+																			 t->v->val.string.len)),
+													ObjectIdGetDatum(InvalidOid),
+													Int32GetDatum(-1)));
+}
+
 /*
  * spec_timestamp reads a timestamp field of a spec.  A malformed or
  * out-of-range timestamp raises the spec's error, which names the spec
  * and the field, rather than timestamptz_in's, which names neither.
- * Parsing touches no shared state, so the error is caught without a
- * subtransaction.
  */
 static TimestampTz
 spec_timestamp(JsonbValue *v, const char *key, int ord)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	volatile TimestampTz ts = 0;
-	char	   *volatile problem = NULL;
+	SpecTimestamp t = {v, 0};
+	char	   *problem;
 
 	if (v->type != jbvString)
 		spec_error(ord, psprintf("\"%s\" must be a timestamp string", key));
-	PG_TRY();
-	{
-		ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
-													 CStringGetDatum(pnstrdup(v->val.string.val,
-																			  v->val.string.len)),
-													 ObjectIdGetDatum(InvalidOid),
-													 Int32GetDatum(-1)));
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
-			PG_RE_THROW();
-		FlushErrorState();
-		problem = psprintf("\"%s\": %s", key, edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	if (problem)
-		spec_error(ord, problem);
-	return ts;
+	if ((problem = gd_catch_bad_input(parse_timestamp, &t)) != NULL)
+		spec_error(ord, psprintf("\"%s\": %s", key, problem));
+	return t.ts;
 }
 
 /*
@@ -515,6 +568,14 @@ gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now, InsertSpec *spe
 		(problem = gd_json_object(v, "metadata", &spec->metadata)) != NULL)
 		spec_error(ord, problem);
 	spec->fsm_version = spec_json_int(obj, "fsm_version", ord, 1, PG_INT32_MIN, PG_INT32_MAX);
+	if ((v = gd_json_field(obj, "history")) != NULL && !gd_json_is_null(v))
+	{
+		bool		on;
+
+		if ((problem = gd_json_bool(v, "history", &on)) != NULL)
+			spec_error(ord, problem);
+		spec->history = on ? 1 : 0;
+	}
 
 	if ((problem = spec_problem(spec)) != NULL)
 		spec_error(ord, problem);
@@ -568,20 +629,70 @@ warn_rate_limits(InsertSpec *specs, int n, bool *created)
 }
 
 /*
+ * replace_wanted reads insert's on_conflict argument: true for 'replace'
+ * (debounce), false for 'nothing' (the default).  Replacing needs a key
+ * that conflicts: a correlation key, unique in some statuses.
+ */
+static bool
+replace_wanted(FunctionCallInfo fcinfo, int argno, InsertSpec *spec)
+{
+	char	   *mode;
+
+	if (PG_NARGS() <= argno)
+		return false;			/* insert() as defined before 0.6.0 */
+	mode = gd_arg_name(fcinfo, argno, "on_conflict", true);
+
+	if (strcmp(mode, "nothing") == 0)
+		return false;
+	if (strcmp(mode, "replace") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"on_conflict\" must be 'nothing' or 'replace', not \"%s\"",
+						gd_clip(mode, strlen(mode), 64)),
+				 errhint("'replace' gives a runnable occupant of the correlation key the new state and due time.")));
+	if (spec->correlation_key == NULL || spec->scope[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"on_conflict\" is 'replace' but nothing can conflict"),
+				 errhint("Pass a correlation_key (with a scope that is not empty): it names the instance to replace.")));
+	return true;
+}
+
+/*
+ * note_replaced records what the commit of a replaced occupant means: its
+ * queue has work now, or a due time for the maintenance worker.
+ */
+static void
+note_replaced(char *queue, TimestampTz eligible_at, TimestampTz now)
+{
+	if (eligible_at <= now)
+		gd_queue_runnable(queue);
+	else
+		gd_deadline(eligible_at);
+}
+
+/*
  * gen_durable_insert implements gen_durable.insert(...): the new id, or
- * NULL when a live instance occupies the correlation key.
+ * NULL when a live instance occupies the correlation key.  With
+ * on_conflict => 'replace' a runnable occupant takes the new state and due
+ * time and its id is returned; an occupant in another status is left
+ * alone (NULL).
  */
 Datum
 gen_durable_insert(PG_FUNCTION_ARGS)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	InsertSpec	spec;
-	Datum		values[16];
-	char		nulls[16];
+	Datum		values[17];
+	char		nulls[17];
 	Datum		id = (Datum) 0;
 	bool		isnull = true;
+	bool		replace;
+	bool		created = true;
+	bool		unused;
 
 	spec_from_args(fcinfo, now, &spec);
+	replace = replace_wanted(fcinfo, 16, &spec);
 
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(spec.fsm);
@@ -602,15 +713,26 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 	values[14] = spec.metadata ? JsonbPGetDatum(spec.metadata) : (Datum) 0;
 	nulls[14] = spec.metadata ? ' ' : 'n';
 	values[15] = TimestampTzGetDatum(now);
+	values[16] = BoolGetDatum(spec.history == 1);
+	nulls[16] = spec.history < 0 ? 'n' : ' ';
 
 	gd_connect();
-	if (gd_execute(&insert_plan, values, nulls, SPI_OK_INSERT_RETURNING) == 1)
+	if (gd_execute(replace ? &insert_replace_plan
+				   : PG_NARGS() > 17 ? &insert_plan : &insert_before_060_plan,
+				   values, nulls, SPI_OK_INSERT_RETURNING) == 1)
+	{
 		id = gd_result_datum(0, 1, &isnull);
+		if (replace)
+			created = DatumGetBool(gd_result_datum(0, 2, &unused));
+	}
 	if (isnull)
 		gd_count(GD_STAT_DUPLICATES, 1);
-	else
+	else if (created)
 		note_created(&spec, now);
-	if (!isnull && spec.rate_limit != NULL)
+	else
+		note_replaced(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
+					  DatumGetTimestampTz(gd_result_datum(0, 4, &unused)), now);
+	if (!isnull && created && spec.rate_limit != NULL)
 		gd_warn_rate_limits(&values[10], &values[11], 1);
 	gd_finish();
 
@@ -620,9 +742,10 @@ gen_durable_insert(PG_FUNCTION_ARGS)
 }
 
 /*
- * Parallel arrays of a batch of specs, the parameters of insert_many_plan.
+ * Parallel arrays of a batch of specs, the parameters of insert_many_plan
+ * (and of insert_many_history_plan).
  */
-#define SPEC_NCOLS	19
+#define SPEC_NCOLS	20
 
 typedef struct SpecColumns
 {
@@ -665,13 +788,15 @@ spec_columns_set(SpecColumns *c, int i, int64 id, InsertSpec *s)
 	c->col[16][i] = Int64GetDatum(s->parent_id);
 	c->col[17][i] = Int32GetDatum(s->child_index);
 	c->col[18][i] = Int32GetDatum(s->parent_round);
+	c->null[19][i] = s->history < 0;
+	c->col[19][i] = BoolGetDatum(s->history == 1);
 }
 
-/* element types of the sixteen parallel arrays */
+/* element types of the parallel arrays */
 static const Oid spec_column_types[SPEC_NCOLS] = {
 	INT8OID, TEXTOID, INT4OID, TEXTOID, JSONBOID, TEXTOID, INT4OID,
 	TIMESTAMPTZOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID,
-	INT4OID, JSONBOID, INT8OID, INT4OID, INT4OID
+	INT4OID, JSONBOID, INT8OID, INT4OID, INT4OID, BOOLOID
 };
 
 /* a keyed spec of a batch, for matching duplicates with their occupants */
@@ -812,7 +937,10 @@ gd_insert_specs(InsertSpec *specs, int n, TimestampTz now, InsertResult *result)
 		values[k] = PointerGetDatum(gd_array(cols.col[k], cols.null[k], n,
 											 spec_column_types[k]));
 	values[SPEC_NCOLS] = TimestampTzGetDatum(now);
-	nmade = gd_execute(&insert_many_plan, values, NULL, SPI_OK_INSERT_RETURNING);
+	for (i = 0; i < n && specs[i].history < 0; i++)
+		;
+	nmade = gd_execute(i < n ? &insert_many_history_plan : &insert_many_plan, values, NULL,
+					   SPI_OK_INSERT_RETURNING);
 
 	made = palloc(sizeof(int64) * Max(nmade, 1));
 	for (i = 0; i < nmade; i++)

@@ -38,6 +38,8 @@ typedef struct InsertSpec
 	int64		parent_id;		/* spawned children: the parent, else 0 */
 	int32		child_index;	/* spawned children: position in the round */
 	int32		parent_round;	/* spawned children: the parent's round */
+	int			history;		/* record the step history: 1 or 0, or -1 for
+								 * the queue's setting */
 } InsertSpec;
 
 /* what inserting a batch of specs did, per spec */

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * maintenance.c
- *		The housekeeping sweeps: reaper, await timeouts and GC.
+ *		The housekeeping sweeps: reaper, await timeouts and GC (and, in
+ *		run_maintenance(), the limiter's buckets and the schedules).
  *
  *		Each sweep selects its rows ORDER BY id FOR NO KEY UPDATE SKIP
  *		LOCKED and updates that set (I-22): it never waits, so it cannot
@@ -35,6 +36,7 @@
 #include "buckets.h"
 #include "gen_durable.h"
 #include "maintenance.h"
+#include "schedule.h"
 #include "settle.h"
 #include "spi_util.h"
 
@@ -219,6 +221,8 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 	TimestampTz now = GetCurrentTimestamp();
 	SweepCounts counts = {0};
 	BucketCounts buckets = {0};
+	TimestampTz next_tick;
+	int64		fired;
 	char	   *json;
 
 	gd_require_read_committed("run_maintenance");
@@ -227,13 +231,17 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 	gd_sweep_timeouts(now, &counts);
 	gd_sweep_gc(now, &counts);
 	gd_sweep_buckets(now, &buckets);
+	fired = gd_sweep_schedules(now, &next_tick);
+	if (next_tick != 0)
+		gd_deadline(next_tick);
 	gd_finish();
 
 	json = psprintf("{\"reaped\": " INT64_FORMAT ", \"lease_failed\": " INT64_FORMAT
 					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT
 					", \"buckets_swept\": " INT64_FORMAT
-					", \"gate_shards_repaired\": " INT64_FORMAT "}",
+					", \"gate_shards_repaired\": " INT64_FORMAT
+					", \"schedules_fired\": " INT64_FORMAT "}",
 					counts.reaped, counts.lease_failed, counts.timeouts, counts.gc_deleted,
-					buckets.buckets_swept, buckets.gate_shards_repaired);
+					buckets.buckets_swept, buckets.gate_shards_repaired, fired);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 }

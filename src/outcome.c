@@ -169,56 +169,55 @@ parse_await(JsonbContainer *obj, Outcome *o)
 /* the time specs of spawned children count their delays from */
 static TimestampTz parse_now;
 
+/* the children of a spawn being parsed */
+typedef struct ChildSpecs
+{
+	JsonbContainer *specs;
+	Outcome    *o;
+} ChildSpecs;
+
+/*
+ * parse_child_specs parses every child spec (for gd_catch_bad_input: the
+ * spec parser raises errors, which insert_many wants).
+ */
+static void
+parse_child_specs(void *arg)
+{
+	ChildSpecs *c = (ChildSpecs *) arg;
+	int			i;
+
+	for (i = 0; i < c->o->nchildren; i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(c->specs, i);
+
+		if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("insert spec at position %d: must be a JSON object", i)));
+		gd_spec_from_json(e->val.binary.data, i, parse_now, &c->o->children[i]);
+	}
+}
+
 /*
  * parse_children reads the insert specs of a spawn.  A bad spec makes the
- * entry invalid rather than failing the flush: the spec parser raises
- * errors (insert_many wants them), so they are caught here.  Parsing
- * touches no shared state, so no subtransaction is needed.
+ * entry invalid rather than failing the flush.
  */
 static char *
 parse_children(JsonbValue *v, Outcome *o)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	char	   *problem = NULL;
-	JsonbContainer *c;
-	int			i;
+	ChildSpecs	c;
+	char	   *problem;
 
 	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
 		return pstrdup("\"children\" must be an array of insert specs");
-	c = v->val.binary.data;
-	o->nchildren = JsonContainerSize(c);
+	c.specs = v->val.binary.data;
+	c.o = o;
+	o->nchildren = JsonContainerSize(c.specs);
 	if (o->nchildren > GD_MAX_BATCH)
 		return psprintf("\"children\" has more than %d specs", GD_MAX_BATCH);
 	o->children = palloc0(sizeof(InsertSpec) * Max(o->nchildren, 1));
-	PG_TRY();
-	{
-		for (i = 0; i < o->nchildren; i++)
-		{
-			JsonbValue *e = getIthJsonbValueFromContainer(c, i);
-
-			if (e->type != jbvBinary || !JsonContainerIsObject(e->val.binary.data))
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("insert spec at position %d: must be a JSON object", i)));
-			gd_spec_from_json(e->val.binary.data, i, parse_now, &o->children[i]);
-		}
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		/* bad input is the entry's problem; anything else (out of memory, a
-		 * cancel) is the call's */
-		if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_DATA_EXCEPTION)
-			PG_RE_THROW();
-		FlushErrorState();
-		problem = psprintf("\"children\": %s", edata->message);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	return problem;
+	problem = gd_catch_bad_input(parse_child_specs, &c);
+	return problem ? psprintf("\"children\": %s", problem) : NULL;
 }
 
 /*

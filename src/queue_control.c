@@ -1,10 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * queue_control.c
- *		pause_queue() and resume_queue(): stopping and restarting the
- *		claims of one queue.
+ *		The settings of a queue, rows of gen_durable.queue_settings:
+ *		pause_queue() and resume_queue() stop and restart the claims of
+ *		one queue; set_queue_history() sets whether the instances created
+ *		in it record their step history (insert.c, flush.c).
  *
- *		A paused queue has a row in gen_durable.paused_queues.  pick finds
+ *		A paused queue has its paused_at set.  pick finds
  *		no candidates in it (pick.c) and a waiting pick keeps waiting; a
  *		continue of one of its instances is committed as a plain next
  *		(flush.c, 'requeued'), so a paused queue hands out no step at all.
@@ -30,26 +32,41 @@
 
 PG_FUNCTION_INFO_V1(gen_durable_pause_queue);
 PG_FUNCTION_INFO_V1(gen_durable_resume_queue);
+PG_FUNCTION_INFO_V1(gen_durable_set_queue_history);
 
 static GdPlan pause_plan = {
-	"INSERT INTO gen_durable.paused_queues (queue, paused_at) VALUES ($1, $2)"
-	" ON CONFLICT (queue) DO NOTHING RETURNING queue",
+	"INSERT INTO gen_durable.queue_settings AS s (queue, paused_at) VALUES ($1, $2)"
+	" ON CONFLICT (queue) DO UPDATE SET paused_at = EXCLUDED.paused_at"
+	"   WHERE s.paused_at IS NULL"
+	" RETURNING queue",
 	2,
 	{TEXTOID, TIMESTAMPTZOID}
 };
 
 static GdPlan resume_plan = {
-	"DELETE FROM gen_durable.paused_queues WHERE queue = $1 RETURNING queue",
+	"UPDATE gen_durable.queue_settings SET paused_at = NULL"
+	" WHERE queue = $1 AND paused_at IS NOT NULL RETURNING queue",
 	1,
 	{TEXTOID}
 };
 
+/* the previous setting comes from the row locked before the write */
+static GdPlan history_plan = {
+	"WITH old AS (SELECT history FROM gen_durable.queue_settings WHERE queue = $1 FOR UPDATE),"
+	" w AS (INSERT INTO gen_durable.queue_settings (queue, history) VALUES ($1, $2)"
+	"        ON CONFLICT (queue) DO UPDATE SET history = EXCLUDED.history)"
+	" SELECT COALESCE((SELECT history FROM old), false)",
+	2,
+	{TEXTOID, BOOLOID}
+};
+
 /*
- * gen_durable_pause_queue implements gen_durable.pause_queue(queue): true
- * when it paused the queue, false when it was paused already.
+ * change_pause runs the pause or the resume statement for fcinfo's queue
+ * ($1; the pause's $2 is the time) and says whether it changed anything;
+ * a resume wakes the queue's waiting picks at commit.
  */
-Datum
-gen_durable_pause_queue(PG_FUNCTION_ARGS)
+static bool
+change_pause(FunctionCallInfo fcinfo, GdPlan *plan, bool resuming)
 {
 	char	   *queue = gd_arg_name(fcinfo, 0, "queue", true);
 	Datum		values[2];
@@ -58,28 +75,58 @@ gen_durable_pause_queue(PG_FUNCTION_ARGS)
 	gd_connect();
 	values[0] = CStringGetTextDatum(queue);
 	values[1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-	rows = gd_execute(&pause_plan, values, NULL, SPI_OK_INSERT_RETURNING);
+	rows = gd_execute(plan, values, NULL,
+					  resuming ? SPI_OK_UPDATE_RETURNING : SPI_OK_INSERT_RETURNING);
+	if (rows > 0 && resuming)
+		gd_queue_runnable(queue);
 	gd_finish();
-	PG_RETURN_BOOL(rows > 0);
+	return rows > 0;
+}
+
+/*
+ * gen_durable_pause_queue implements gen_durable.pause_queue(queue): true
+ * when it paused the queue, false when it was paused already.
+ */
+Datum
+gen_durable_pause_queue(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(change_pause(fcinfo, &pause_plan, false));
 }
 
 /*
  * gen_durable_resume_queue implements gen_durable.resume_queue(queue): true
- * when it resumed a paused queue, false when it was not paused.  The
- * queue's waiting picks look again once the transaction commits.
+ * when it resumed a paused queue, false when it was not paused.
  */
 Datum
 gen_durable_resume_queue(PG_FUNCTION_ARGS)
 {
-	char	   *queue = gd_arg_name(fcinfo, 0, "queue", true);
-	Datum		values[1];
-	int			rows;
+	PG_RETURN_BOOL(change_pause(fcinfo, &resume_plan, true));
+}
 
+/*
+ * gen_durable_set_queue_history implements
+ * gen_durable.set_queue_history(queue, enabled): whether the instances
+ * created in the queue from now on record their step history (an insert's
+ * own history argument overrides it).  Returns the previous setting.
+ */
+Datum
+gen_durable_set_queue_history(PG_FUNCTION_ARGS)
+{
+	char	   *queue = gd_arg_name(fcinfo, 0, "queue", true);
+	Datum		values[2];
+	bool		isnull;
+	bool		previous;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"enabled\" must not be NULL"),
+				 errhint("Pass true to record the history of the queue's new instances, false to stop.")));
 	gd_connect();
 	values[0] = CStringGetTextDatum(queue);
-	rows = gd_execute(&resume_plan, values, NULL, SPI_OK_DELETE_RETURNING);
-	if (rows > 0)
-		gd_queue_runnable(queue);
+	values[1] = BoolGetDatum(PG_GETARG_BOOL(1));
+	gd_execute(&history_plan, values, NULL, SPI_OK_SELECT);
+	previous = DatumGetBool(gd_result_datum(0, 1, &isnull));
 	gd_finish();
-	PG_RETURN_BOOL(rows > 0);
+	PG_RETURN_BOOL(previous);
 }

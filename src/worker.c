@@ -12,7 +12,8 @@
  *		GD_POKE_WINDOW_MS, SEMANTICS D17).  An error in one sweep is logged
  *		and counted, its transaction rolled back, and the round goes on.
  *		Between rounds the worker sleeps on its latch until the next thing
- *		falls due (a scheduled row, an await deadline, a lease expiry), at
+ *		falls due (a scheduled row, an await deadline, a lease expiry, a
+ *		schedule's tick), at
  *		most gen_durable.maintenance_interval; committing transactions set
  *		its latch when they create an earlier deadline or a poke, and
  *		exiting claimants set it so their claims return at once.
@@ -49,6 +50,7 @@
 #include "gen_durable.h"
 #include "launcher.h"
 #include "maintenance.h"
+#include "schedule.h"
 #include "shmem.h"
 #include "spi_util.h"
 
@@ -220,6 +222,20 @@ sweep_buckets(Round *r)
 	last = r->now;
 	limit_lock_waits();
 	gd_sweep_buckets(r->now, &counts);
+}
+
+/*
+ * sweep_schedules fires the due ticks of recurring schedules and notes
+ * the next tick.
+ */
+static void
+sweep_schedules(Round *r)
+{
+	TimestampTz next;
+
+	limit_lock_waits();
+	(void) gd_sweep_schedules(r->now, &next);
+	earlier(&r->next, next);
 }
 
 /*
@@ -498,6 +514,7 @@ gd_worker_main(Datum main_arg)
 			run_step(sweep_timeouts, "gen_durable: await timeouts", &round);
 			run_step(sweep_gc, "gen_durable: gc", &round);
 			run_step(sweep_buckets, "gen_durable: limiter buckets", &round);
+			run_step(sweep_schedules, "gen_durable: schedules", &round);
 			run_step(sweep_due, "gen_durable: due-time pokes", &round);
 			run_step(sweep_notify, "gen_durable: notify", &round);
 			pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ROUNDS], 1);

@@ -60,7 +60,7 @@ STATUSES = ("runnable", "executing", "awaiting_signal", "awaiting_children", "do
 
 SPEC_KEYS = ["fsm", "state", "step", "queue", "priority", "run_at", "delay", "correlation_key",
              "correlation_scope", "concurrency_key", "rate_limit", "weight", "max_attempts",
-             "max_steps", "metadata", "fsm_version"]
+             "max_steps", "metadata", "fsm_version", "history"]
 OUTCOME_KEYS = {
     "next": ["id", "worker", "kind", "claim", "step", "state", "rate_limit", "weight", "concurrency_key",
              "fsm_version", "continue", "lease"],
@@ -76,7 +76,7 @@ ALL_OUTCOME_KEYS = sorted({k for ks in OUTCOME_KEYS.values() for k in ks})
 ARGNAMES = {
     "insert": ["fsm", "state", "step", "queue", "priority", "run_at", "delay", "correlation_key",
                "correlation_scope", "concurrency_key", "rate_limit", "weight", "max_attempts",
-               "max_steps", "metadata", "fsm_version"],
+               "max_steps", "metadata", "fsm_version", "on_conflict", "history"],
     "insert_many": ["specs", "insert spec"] + SPEC_KEYS,
     "signal": ["target", "name", "payload", "dedup_key"],
     "signal_key": ["target", "name", "payload", "dedup_key"],
@@ -93,6 +93,14 @@ ARGNAMES = {
     "set_rate_limit": ["name", "allowed", "per", "burst", "shards"],
     "set_concurrency_limit": ["name", "max", "shards"],
     "drop_limit": ["kind", "name"],
+    "pause_queue": ["queue"],
+    "resume_queue": ["queue"],
+    "set_queue_history": ["queue", "enabled"],
+    "timeline": ["id"],
+    "schedule": ["name", "cron", "fsm", "state", "queue", "step", "time_zone", "missed",
+                 "options", "instance of schedule", "insert spec"] + SPEC_KEYS,
+    "unschedule": ["name"],
+    "cron_next": ["cron", "after", "time_zone"],
     "run_maintenance": [],
     "reset_stats": [],
     "stats": [],
@@ -915,6 +923,8 @@ class Fuzzer:
             spec["metadata"] = {"tenant": g.r.randrange(5), "tag": g.pick(m.FSMS)}
         if g.chance(0.05):
             spec["fsm_version"] = g.pick([1, 2, -1, 2147483647])
+        if g.chance(0.15):
+            spec["history"] = g.pick([True, False, None])
         return spec
 
     def hostile_spec(self):
@@ -1034,7 +1044,9 @@ class Fuzzer:
                         ("correlation_key", "text"), ("correlation_scope", "gen_durable.status[]"),
                         ("concurrency_key", "text"), ("rate_limit", "text"), ("weight", "float8"),
                         ("max_attempts", "int"), ("max_steps", "int"), ("metadata", "jsonb"),
-                        ("fsm_version", "int")):
+                        ("fsm_version", "int"), ("history", "boolean"), ("on_conflict", "text")):
+            if k == "on_conflict" and s.get("correlation_key") and self.g.chance(0.3):
+                s[k] = "replace"
             if k not in s or s[k] is None:
                 continue
             v = s[k]
@@ -1056,7 +1068,7 @@ class Fuzzer:
                ("correlation_key", "text"), ("correlation_scope", "gen_durable.status[]"),
                ("concurrency_key", "text"), ("rate_limit", "text"), ("weight", "float8"),
                ("max_attempts", "int"), ("max_steps", "int"), ("metadata", "jsonb"),
-               ("fsm_version", "int")]
+               ("fsm_version", "int"), ("on_conflict", "text"), ("history", "boolean")]
         args, params, risky = self.hostile_args(sig, required=1)
         names = [a.split(" ")[0] for a in args]
         if "run_at" in names and "delay" in names and self.g.chance(0.8):
@@ -1107,6 +1119,9 @@ class Fuzzer:
             return g.hostile_bigint_array()
         if cast == "gen_durable.status[]":
             return g.hostile_status_array()
+        if cast == "boolean":
+            v = g.pick([None, "maybe", "", "2", "t", "yes", "off"])
+            return v, v not in (None, "t", "yes", "off")
         raise ValueError(cast)
 
     def valid_value(self, name, cast):
@@ -1120,6 +1135,7 @@ class Fuzzer:
             "dedup_key": lambda: g.pick(["d1", "d2", "d3"]), "until": lambda: g.pick(["settled", "terminal"]),
             "kind": lambda: g.pick(["rate", "conc"]),
             "name": lambda: g.pick(m.SIGNALS),
+            "on_conflict": lambda: g.pick(["nothing", "replace"]),
         }
         if name in table:
             return table[name]()
@@ -1141,6 +1157,8 @@ class Fuzzer:
             return "{" + ",".join(str(i) for i in m.claim_ids(g)) + "}"
         if cast == "gen_durable.status[]":
             return "{runnable,executing,awaiting_signal,awaiting_children}"
+        if cast == "boolean":
+            return g.pick(["true", "false"])
         return "x"
 
     def op_insert_many(self, hostile):
@@ -1425,6 +1443,65 @@ class Fuzzer:
             self.m.dropped[name] = self.m.dropped.get(name, set()) | {r[0] for r in ids}
             self.m.grandfathered.pop(name, None)
 
+    def op_queue_control(self, hostile):
+        """pause_queue, resume_queue and set_queue_history of a known queue, or
+        hostile arguments."""
+        g = self.g
+        fn = g.pick(["pause_queue", "resume_queue", "resume_queue", "set_queue_history"])
+        sig = [("queue", "text")] + ([("enabled", "boolean")] if fn == "set_queue_history" else [])
+        if hostile:
+            args, params, risky = self.hostile_args(sig, required=len(sig))
+        else:
+            args = ["%s::text"] + (["%s::boolean"] if len(sig) == 2 else [])
+            params = [g.pick(self.m.QUEUES)] + ([g.pick(["true", "false"])] if len(sig) == 2 else [])
+            risky = False
+        rows = self.run(fn, "SELECT gen_durable.%s(%s)" % (fn, ", ".join(args)), params, risky)
+        if rows:
+            self.answers["%s:%s" % (fn, rows[0][0])] += 1
+
+    CRONS = ["* * * * *", "*/2 * * * *", "0 * * * *", "@daily", "0 9 * * mon-fri",
+             "0 0 29 2 *", "0 0 30 2 *", "61 * * * *", "* * * *", "@never", "*/0 * * * *",
+             "1-2-3 * * * *", "0 0 1 jan,JUL sun", "5/7 1-23/2 * * *"]
+    ZONES = ["UTC", "Europe/Paris", "America/New_York", "Nowhere", "", "+05:30"]
+
+    def op_schedule(self, hostile):
+        """schedule, unschedule and cron_next with known or hostile arguments;
+        every-minute schedules make the sweep fire during the run."""
+        g = self.g
+        fn = g.pick(["schedule", "schedule", "unschedule", "cron_next"])
+        if fn == "schedule":
+            sig = [("name", "text"), ("cron", "text"), ("fsm", "text"), ("state", "jsonb"),
+                   ("queue", "text"), ("step", "text"), ("time_zone", "text"),
+                   ("missed", "text"), ("options", "jsonb")]
+            required = 3
+        elif fn == "unschedule":
+            sig, required = [("name", "text")], 1
+        else:
+            sig, required = [("cron", "text"), ("after", "timestamptz"), ("time_zone", "text")], 1
+        if hostile:
+            args, params, risky = self.hostile_args(sig, required=required)
+        else:
+            args, params, risky = [], [], False
+            for i, (name, cast) in enumerate(sig):
+                if i >= required and g.chance(0.5):
+                    continue
+                v = {"name": lambda: g.pick(["s1", "s2", "s3"]),
+                     "cron": lambda: g.pick(self.CRONS),
+                     "time_zone": lambda: g.pick(self.ZONES),
+                     "missed": lambda: g.pick(["skip", "catch_up"]),
+                     "options": lambda: J(g.pick([{}, {"priority": 1}, {"history": True},
+                                                  {"metadata": {"a": 1}}, {"delay": 1}])),
+                     }.get(name, lambda: self.valid_value(name, cast))()
+                args.append("%s => %%s::%s" % (name, cast))
+                params.append(v)
+        self.run(fn, "SELECT gen_durable.%s(%s)" % (fn, ", ".join(args)), params, risky)
+
+    def op_timeline(self, hostile):
+        rows = self.op_simple("timeline", [("id", "bigint")], 1,
+                              "SELECT count(*) FROM gen_durable.timeline(%s)", hostile)
+        if rows:
+            self.answers["timeline:%s" % ("rows" if rows[0][0] else "none")] += 1
+
     def op_maintenance(self, hostile=False):
         rows = self.run("run_maintenance", "SELECT gen_durable.run_maintenance()")
         if rows:
@@ -1563,6 +1640,12 @@ class Fuzzer:
             (1.2, "set_concurrency_limit!", lambda: self.op_set_concurrency_limit(h)),
             (0.4, "drop_limit", lambda: self.op_drop_limit(False)),
             (1, "drop_limit!", lambda: self.op_drop_limit(h)),
+            (0.6, "queue_control", lambda: self.op_queue_control(False)),
+            (0.8, "queue_control!", lambda: self.op_queue_control(h)),
+            (0.4, "timeline", lambda: self.op_timeline(False)),
+            (0.5, "schedule", lambda: self.op_schedule(False)),
+            (0.6, "schedule!", lambda: self.op_schedule(h)),
+            (0.4, "timeline!", lambda: self.op_timeline(h)),
             (1.5, "run_maintenance", self.op_maintenance),
             (1.5, "views", self.op_views),
             (3, "aux", lambda: self.op_aux(self.g.chance(0.3))),

@@ -270,6 +270,20 @@ SELECT id, target_id, pg_catalog.octet_length(name), pg_catalog.octet_length(ded
  WHERE pg_catalog.octet_length(name) NOT BETWEEN 1 AND 1024
     OR pg_catalog.octet_length(dedup_key) NOT BETWEEN 1 AND 1024;
 
+-- check: history_only_of_history_instances
+-- step history (0.6.0): no rows for an instance that said history => false,
+-- rows at a step count the instance has reached, of a known kind
+SELECT h.id, h.instance_id, h.steps, h.kind
+  FROM gen_durable.step_history h
+  JOIN gen_durable.instances i ON i.id = h.instance_id
+ WHERE i.history IS FALSE OR h.steps > i.steps
+    OR h.kind NOT IN ('next', 'continue', 'retry', 'await', 'spawn', 'done', 'fail');
+
+-- check: queue_settings_shape
+-- queue settings (0.6.0): names within limits
+SELECT queue FROM gen_durable.queue_settings
+ WHERE pg_catalog.octet_length(queue) NOT BETWEEN 1 AND 1024;
+
 -- check(post): no_expired_claim_left
 -- reaper (T14, D2): after a sweep no claim whose lease ran out before it started
 -- remains, and no claim of a session that is gone
