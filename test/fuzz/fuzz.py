@@ -1459,9 +1459,10 @@ class Fuzzer:
         if rows:
             self.answers["%s:%s" % (fn, rows[0][0])] += 1
 
-    CRONS = ["* * * * *", "*/2 * * * *", "0 * * * *", "@daily", "0 9 * * mon-fri",
-             "0 0 29 2 *", "0 0 30 2 *", "61 * * * *", "* * * *", "@never", "*/0 * * * *",
-             "1-2-3 * * * *", "0 0 1 jan,JUL sun", "5/7 1-23/2 * * *"]
+    # every-minute expressions weigh most, so that the sweep fires during a run
+    CRONS = ["* * * * *", "* * * * *", "* * * * *", "*/2 * * * *", "0 * * * *", "@daily",
+             "0 9 * * mon-fri", "0 0 29 2 *", "0 0 30 2 *", "61 * * * *", "* * * *", "@never",
+             "*/0 * * * *", "1-2-3 * * * *", "0 0 1 jan,JUL sun", "5/7 1-23/2 * * *"]
     ZONES = ["UTC", "Europe/Paris", "America/New_York", "Nowhere", "", "+05:30"]
 
     def op_schedule(self, hostile):
