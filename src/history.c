@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * history.c
- *		Step history (opt-in per instance or per queue): every outcome a
- *		flush commits for an instance created with history becomes a row
+ *		Step history (opt-in per instance, or per queue for the instances
+ *		that do not say): every outcome a flush commits for an instance
+ *		that records its history becomes a row
  *		of gen_durable.step_history, written by that flush, in its
  *		transaction, with one statement for the whole batch.  A row says
  *		which step ran (its steps count, name and attempt), what was

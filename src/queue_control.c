@@ -3,11 +3,11 @@
  * queue_control.c
  *		The settings of a queue, rows of gen_durable.queue_settings:
  *		pause_queue() and resume_queue() stop and restart the claims of
- *		one queue; set_queue_history() sets whether the instances created
- *		in it record their step history (insert.c, flush.c).
+ *		one queue; set_queue_history() sets whether its instances that do
+ *		not say otherwise record their step history (flush.c, history.c).
  *
- *		A paused queue has its paused_at set.  pick finds
- *		no candidates in it (pick.c) and a waiting pick keeps waiting; a
+ *		A paused queue has its paused_at set.  pick finds no candidates in
+ *		it (pick.c) and a waiting pick keeps waiting; a
  *		continue of one of its instances is committed as a plain next
  *		(flush.c, 'requeued'), so a paused queue hands out no step at all.
  *		Steps already claimed run on and commit their outcomes, and
@@ -105,9 +105,9 @@ gen_durable_resume_queue(PG_FUNCTION_ARGS)
 
 /*
  * gen_durable_set_queue_history implements
- * gen_durable.set_queue_history(queue, enabled): whether the instances
- * created in the queue from now on record their step history (an insert's
- * own history argument overrides it).  Returns the previous setting.
+ * gen_durable.set_queue_history(queue, enabled): whether the queue's
+ * instances record their step history from their next commit on (an
+ * instance's own history flag overrides it).  Returns the previous setting.
  */
 Datum
 gen_durable_set_queue_history(PG_FUNCTION_ARGS)
