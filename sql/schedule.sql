@@ -28,7 +28,8 @@ SELECT gen_durable.cron_next('30 2 * * *', t, 'America/New_York') AS next
   FROM unnest(ARRAY['2026-03-07 12:00+00', '2026-03-08 05:00+00',
 					'2026-03-08 12:00+00']::timestamptz[]) AS t;
 -- ... and falls back on 2026-11-01: 01:30 happens twice and fires once,
--- at its later occurrence (EST, 06:30 UTC), as PostgreSQL reads 01:30
+-- at its later occurrence (EST, 06:30 UTC), as PostgreSQL reads 01:30,
+-- also from an instant in the first 01:00-02:00 (05:30 UTC is 01:30 EDT)
 SELECT t AS after, gen_durable.cron_next('30 1 * * *', t, 'America/New_York') AS next
   FROM unnest(ARRAY['2026-11-01 04:00+00', '2026-11-01 05:30+00', '2026-11-01 06:15+00',
 					'2026-11-01 06:45+00']::timestamptz[]) AS t;

@@ -72,6 +72,14 @@ static const char *const shortcuts[][2] = {
 #define CRON_HORIZON_YEARS	8
 
 /*
+ * how far before the wall-clock time of `after` the search starts: when the
+ * clocks go back, a local time earlier than that of `after` can still be
+ * ahead of it (at 01:45 EDT, 01:30 EST is yet to come); no zone moves its
+ * clocks by more than this
+ */
+#define CRON_LOOKBACK		(2 * USECS_PER_HOUR)
+
+/*
  * parse_value reads a number or (for fields with names) a name at *p,
  * advancing *p; returns false when there is neither.
  */
@@ -286,9 +294,9 @@ gd_cron_next(const GdCron *cron, pg_tz *zone, TimestampTz after, TimestampTz *ne
 	if (timestamp2tm(after, &tz, &tm, &fsec, NULL, zone) != 0)
 		return false;
 	horizon = tm.tm_year + CRON_HORIZON_YEARS;
-	/* the local minute after `after` */
-	local = local_start(tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min) +
-		USECS_PER_MINUTE;
+	/* from a little before the local minute of `after`: see CRON_LOOKBACK */
+	local = local_start(tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min) -
+		CRON_LOOKBACK;
 	for (;;)
 	{
 		if (timestamp2tm(local, NULL, &tm, &fsec, NULL, NULL) != 0 || tm.tm_year > horizon)
@@ -309,7 +317,7 @@ gd_cron_next(const GdCron *cron, pg_tz *zone, TimestampTz after, TimestampTz *ne
 			tz = DetermineTimeZoneOffset(&tm, zone);
 			if (tm2timestamp(&tm, 0, &tz, next) == 0 && *next > after)
 				return true;
-			/* a repeated time read as its occurrence already past */
+			/* not after `after` (the look-back, or `after` itself) */
 			local += USECS_PER_MINUTE;
 		}
 	}
