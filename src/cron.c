@@ -228,16 +228,6 @@ gd_cron_parse(const char *expr, GdCron *out)
 }
 
 /*
- * gd_cron_zone returns the time zone called name, or NULL when there is
- * none.
- */
-pg_tz *
-gd_cron_zone(const char *name)
-{
-	return pg_tzset(name);
-}
-
-/*
  * day_matches applies the day-of-month / day-of-week rule to a local date.
  */
 static bool

@@ -30,7 +30,6 @@ typedef struct GdCron
 } GdCron;
 
 extern char *gd_cron_parse(const char *expr, GdCron *out);
-extern pg_tz *gd_cron_zone(const char *name);
 extern bool gd_cron_next(const GdCron *cron, pg_tz *zone, TimestampTz after,
 						 TimestampTz *next);
 

@@ -1052,8 +1052,12 @@ record_history(Entry *entries, int n, TimestampTz now)
 	GdHistory	h;
 	int			i;
 
+	for (i = 0; i < n && !(entries[i].written && entries[i].row->history); i++)
+		;
+	if (i == n)
+		return;					/* the usual case: nothing records history */
 	gd_history_init(&h, n);
-	for (i = 0; i < n; i++)
+	for (; i < n; i++)
 	{
 		Entry	   *e = &entries[i];
 		Jsonb	   *error = e->error;

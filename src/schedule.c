@@ -145,7 +145,7 @@ arg_zone(FunctionCallInfo fcinfo, int argno, char **name)
 	pg_tz	   *zone;
 
 	*name = gd_arg_name(fcinfo, argno, "time_zone", true);
-	if ((zone = gd_cron_zone(*name)) == NULL)
+	if ((zone = pg_tzset(*name)) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"time_zone\" names no time zone: \"%s\"",
@@ -421,7 +421,7 @@ gd_sweep_schedules(TimestampTz now, TimestampTz *earliest)
 		TimestampTz tick = DatumGetTimestampTz(gd_result_datum(r, 6, &isnull));
 		TimestampTz last = tick;
 		GdCron		cron;
-		pg_tz	   *zone = gd_cron_zone(zone_name);
+		pg_tz	   *zone = pg_tzset(zone_name);
 		char	   *problem = gd_cron_parse(cron_text, &cron);
 
 		if (problem != NULL || zone == NULL)

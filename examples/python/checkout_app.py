@@ -13,7 +13,6 @@ SIGINT) on stdout, and logs to stderr.
 """
 
 import argparse
-import logging
 import random
 import sys
 
@@ -92,17 +91,12 @@ def parse_args(argv):
 def main(argv):
     """Runs the worker until SIGTERM/SIGINT; returns the exit status."""
     args = parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(threadName)s: %(message)s")
-    try:
+
+    def build():
         worker = gd.Worker(args.queues, concurrency=args.concurrency, batch=args.batch)
         register_handlers(worker)
-        worker.run(on_ready=lambda: print("ready " + worker.worker_id, flush=True))
-    except (ValueError, ConnectionError) as exc:  # bad arguments, no database
-        logging.error("cannot run: %s", exc)
-        return 1
-    print("stopped " + worker.worker_id, flush=True)
-    return 0
+        return worker
+    return gd.serve(build)
 
 
 if __name__ == "__main__":

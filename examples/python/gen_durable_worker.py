@@ -23,6 +23,7 @@ import random
 import secrets
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, fields
@@ -696,3 +697,23 @@ class Worker:
                 database.close()  # only now: a closed pick connection gets its claims reaped
         self._control.close()
         log.info("worker %s stopped", self.worker_id)
+
+
+# ------------------------------------------------------------ worker apps
+
+def serve(build):
+    """Runs the worker that build() returns until SIGTERM/SIGINT, the way a
+    worker app's command line goes (examples/checkout/README.md): logs to
+    stderr, prints "ready <id>" once picking and "stopped <id>" at the end.
+    Returns the exit status: 0, or 1 when the worker cannot run (bad
+    arguments, no database)."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(threadName)s: %(message)s")
+    try:
+        worker = build()
+        worker.run(on_ready=lambda: print("ready " + worker.worker_id, flush=True))
+    except (ValueError, ConnectionError) as exc:
+        logging.error("cannot run: %s", exc)
+        return 1
+    print("stopped " + worker.worker_id, flush=True)
+    return 0

@@ -336,21 +336,16 @@ def main(argv):
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--lease", type=float, default=LEASE)
     args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(threadName)s: %(message)s")
-    try:
+
+    def build():
         worker = gd.Worker([q for q in args.queues.split(",") if q],
                            concurrency=args.concurrency, batch=args.batch, lease=args.lease,
                            poll_wait=2.0, retry_base=0.2, retry_cap=2.0)
         # the library's control connection (flush, heartbeat, release), with the ledger
         worker._control = LedgerDatabase(worker._conninfo, worker.worker_id)
         register(worker)
-        worker.run(on_ready=lambda: print("ready " + worker.worker_id, flush=True))
-    except (ValueError, ConnectionError) as exc:
-        logging.error("cannot run: %s", exc)
-        return 1
-    print("stopped " + worker.worker_id, flush=True)
-    return 0
+        return worker
+    return gd.serve(build)
 
 
 if __name__ == "__main__":
