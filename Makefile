@@ -7,11 +7,12 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.6.0
+EXTVERSION  = 0.7.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
               src/args.o \
+              src/privilege_hint.o \
               src/insert.o \
               src/signal.o \
               src/pick.o \

@@ -128,11 +128,49 @@ SELECT * FROM pg_temp.fenced(:r, 'W', 2, 'done');
 SELECT gen_durable.insert('f', '{}', 'a', queue => 'fv') AS v \gset
 SELECT claim FROM gen_durable.pick('fv', 'W', 1, '1 minute');
 SELECT c AS claim, f.applied, f.detail
-  FROM unnest(ARRAY['0', '-1', '1.5', '"1"', 'true', '1e30']::jsonb[]) AS c,
+  FROM unnest(ARRAY['0', '-1', '1.5', '"1x"', '""', '"-1"', '"0"', '" 1"',
+					'"99999999999999999999"', 'true', '1e30']::jsonb[]) AS c,
 	   LATERAL gen_durable.flush(jsonb_build_array(jsonb_build_object(
 		 'id', :v, 'worker', 'W', 'kind', 'done', 'claim', c))) f;
 SELECT f.applied FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
 		 'id', :v, 'worker', 'W', 'kind', 'done', 'claim', null))) f;
+
+------------------------------------------------------------------------
+-- 0.7.0: the id and the claim may be strings of decimal digits, as a
+-- JavaScript client receives bigints (node-postgres returns int8 as a
+-- string; a JS number rounds past 2^53); the fence holds the same way
+------------------------------------------------------------------------
+SELECT gen_durable.insert('f', '{}', 'a', queue => 'fs') AS s \gset
+SELECT claim FROM gen_durable.pick('fs', 'W', 1, '1 minute');
+SELECT gen_durable.release('W');
+SELECT claim FROM gen_durable.pick('fs', 'W', 1, '1 minute');
+-- the lost claim 1, as strings: stale
+SELECT f.applied, f.detail FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
+		 'id', :s::text, 'worker', 'W', 'kind', 'next', 'step', 'b', 'claim', '1'))) f;
+-- the current claim 2, as strings: applied, to the instance the string names
+SELECT f.id = :s AS same_id, f.applied, f.detail
+  FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
+		 'id', :s::text, 'worker', 'W', 'kind', 'next', 'step', 'b', 'claim', '2'))) f;
+SELECT pg_temp.row_of(:s);
+-- an id past 2^53 survives as a string (no such instance: stale, with its
+-- exact id in the answer)
+SELECT f.id, f.applied, f.detail FROM gen_durable.flush(
+	'[{"id": "9007199254740993", "worker": "W", "kind": "done", "claim": "1"}]') f;
+
+------------------------------------------------------------------------
+-- gen_durable.require_claim (0.7.0): an outcome without its claim is
+-- invalid, so a worker that forgets to send it is found at once
+------------------------------------------------------------------------
+SELECT gen_durable.insert('f', '{}', 'a', queue => 'fn') AS n \gset
+SELECT claim FROM gen_durable.pick('fn', 'W', 1, '1 minute');
+SET gen_durable.require_claim = on;
+SELECT f.applied, f.detail FROM gen_durable.flush(jsonb_build_array(
+	jsonb_build_object('id', :n, 'worker', 'W', 'kind', 'done'),
+	jsonb_build_object('id', :n + 1000, 'worker', 'W', 'kind', 'done', 'claim', null))) f;
+SELECT pg_temp.row_of(:n);
+SELECT * FROM pg_temp.fenced(:n, 'W', 1, 'done');
+RESET gen_durable.require_claim;
+SELECT pg_temp.row_of(:n);
 
 DROP FUNCTION pg_temp.fenced(bigint, text, bigint, text, jsonb), pg_temp.row_of(bigint);
 DROP EXTENSION gen_durable;

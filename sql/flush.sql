@@ -395,7 +395,7 @@ SELECT n, f.id = :v1 AS is_v1, f.applied, f.detail
 	{"id": %1$s, "worker": "w1", "kind": "await", "names": ["go"], "step": "s", "timeout": "x"},
 	{"id": %1$s, "worker": "w1", "kind": "fail", "result": {}},
 	{"worker": "w1", "kind": "done"},
-	{"id": "1", "worker": "w1", "kind": "done"},
+	{"id": "1x", "worker": "w1", "kind": "done"},
 	{"id": 0, "worker": "w1", "kind": "done"},
 	{"id": %1$s, "kind": "done"},
 	{"id": %1$s, "worker": "", "kind": "done"},

@@ -52,6 +52,13 @@ SELECT gen_durable.heartbeat('hw', ARRAY[1], '-1 min');
 SELECT gen_durable.heartbeat('hw', ARRAY[1], NULL);
 SELECT gen_durable.heartbeat('hw', ARRAY[[1, 2], [3, 4]]);
 SELECT gen_durable.heartbeat('hw', (SELECT array_agg(g::bigint) FROM generate_series(1, 10001) g));
+-- the hints that lead to a valid call (shown with the default verbosity)
+\set VERBOSITY default
+SELECT gen_durable.heartbeat('hw', ARRAY[1, NULL]);
+SELECT gen_durable.heartbeat('hw', ARRAY[[1, 2], [3, 4]]);
+SELECT * FROM gen_durable.flush(NULL);
+SELECT * FROM gen_durable.insert_many(NULL);
+\set VERBOSITY terse
 
 ------------------------------------------------------------------------
 -- release (T16): back to runnable without counting an attempt, keeping
@@ -258,7 +265,8 @@ SELECT gen_durable.run_maintenance() ->> 'gc_deleted' AS deleted;
 SELECT gen_durable.run_maintenance() ->> 'gc_deleted' AS deleted;
 SELECT gen_durable.run_maintenance() ->> 'gc_deleted' AS deleted;
 -- what is left: live rows, the spared child of the live parent, and the
--- live child of the deleted parent (its parent_id set to NULL)
+-- live child of the deleted parent (it keeps its parent_id: since 0.7.0
+-- parent_id is not a foreign key that GC's delete would set to NULL)
 SELECT state, status, parent_id IS NOT NULL AS has_parent
   FROM gen_durable.instances WHERE queue LIKE 'g%' ORDER BY id;
 SELECT count(*) AS orphan_signals FROM gen_durable.signals WHERE name = 'orphan';

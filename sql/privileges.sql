@@ -85,5 +85,30 @@ SELECT gen_durable.insert('job');
 SELECT count(*) FROM gen_durable.stats;
 RESET ROLE;
 
+-- and each refusal says which role to grant (0.7.0; the hint is added as
+-- the error is reported, so it shows with the default verbosity)
+\set VERBOSITY default
+SET ROLE regress_gd_nobody;
+SELECT gen_durable.insert('job');
+RESET ROLE;
+SET ROLE regress_gd_producer;
+SELECT * FROM gen_durable.pick('lp', 'w');
+SELECT gen_durable.pause_queue('lp');
+SELECT count(*) FROM gen_durable.signals;
+SELECT count(*) FROM gen_durable.queues;
+RESET ROLE;
+SET ROLE regress_gd_worker;
+SELECT gen_durable.insert('job');
+SELECT count(*) FROM gen_durable.instances;
+RESET ROLE;
+-- a function that is not one of gen_durable's gets no hint (one of the
+-- same name would get gen_durable's, which names itself as such)
+CREATE FUNCTION pg_temp.no_hint_here() RETURNS int LANGUAGE sql AS 'SELECT 1';
+REVOKE ALL ON FUNCTION pg_temp.no_hint_here() FROM PUBLIC;
+SET ROLE regress_gd_worker;
+SELECT pg_temp.no_hint_here();
+RESET ROLE;
+\set VERBOSITY terse
+
 DROP EXTENSION gen_durable;
 DROP ROLE regress_gd_producer, regress_gd_worker, regress_gd_admin, regress_gd_nobody;

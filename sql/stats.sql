@@ -55,7 +55,7 @@ SELECT count(*) FROM gen_durable.pick('sq', 'w1');
 SELECT count(*) FROM gen_durable.pick('sq', 'w1');
 -- claimed 3, nothing else
 SELECT * FROM pg_temp.moved();
--- waits counts the waiting pick and await calls that slept (README,
+-- waits counts the waiting pick and await calls that slept (docs/operations.md,
 -- stats); a call answered at once did not sleep: claimed 1
 SELECT count(*) FROM gen_durable.pick('sq_many', 'w1', wait => '100 ms');
 SELECT status FROM gen_durable.await(999999999, '100 ms');

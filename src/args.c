@@ -142,16 +142,17 @@ gd_arg_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool po
 }
 
 /*
- * gd_arg_jsonb returns a non-NULL jsonb argument.
+ * gd_arg_jsonb returns a non-NULL jsonb argument; the hint for a NULL shows
+ * a valid value of that argument (an object, an array of outcomes...).
  */
 Jsonb *
-gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname)
+gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname, const char *example)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be NULL", argname),
-				 errhint("Pass a JSON value, for example '{}'.")));
+				 errhint("Pass for example '%s'.", example)));
 	return PG_GETARG_JSONB_P(argno);
 }
 
@@ -370,6 +371,45 @@ gd_json_int(JsonbValue *v, const char *key, int64 min, int64 max, int64 *out)
 	}
 	return psprintf("\"%s\" must be a whole number from " INT64_FORMAT " to " INT64_FORMAT,
 					key, min, max);
+}
+
+/*
+ * gd_json_id reads an instance id or a claim number: a whole number from 1
+ * to 2^63 - 1, as a JSON number or as a string of its decimal digits.
+ * A client whose numbers are doubles (JavaScript) receives a bigint as a
+ * string, and would round it past 2^53 if it had to send a number back.
+ */
+char *
+gd_json_id(JsonbValue *v, const char *key, int64 *out)
+{
+	if (v->type == jbvString)
+	{
+		int			len = v->val.string.len;
+		char	   *digits = v->val.string.val;	/* not NUL-terminated */
+		char		text[20];
+		int64		value;
+		int			i;
+
+		for (i = 0; i < len && i < 19 && digits[i] >= '0' && digits[i] <= '9'; i++)
+			;
+		if (len >= 1 && i == len)
+		{
+			memcpy(text, digits, len);
+			text[len] = '\0';
+			errno = 0;
+			value = strtoi64(text, NULL, 10);
+			if (errno == 0 && value >= 1)
+			{
+				*out = value;
+				return NULL;
+			}
+		}
+	}
+	else if (gd_json_int(v, key, 1, PG_INT64_MAX, out) == NULL)
+		return NULL;
+	return psprintf("\"%s\" must be a whole number from 1 to " INT64_FORMAT
+					", as a JSON number or a string of decimal digits",
+					key, PG_INT64_MAX);
 }
 
 /*

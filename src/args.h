@@ -23,7 +23,8 @@ extern char *gd_arg_name(FunctionCallInfo fcinfo, int argno, const char *argname
 extern void gd_check_name(const char *value, const char *argname);
 extern Interval *gd_arg_interval(FunctionCallInfo fcinfo, int argno,
 								 const char *argname, bool positive);
-extern Jsonb *gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern Jsonb *gd_arg_jsonb(FunctionCallInfo fcinfo, int argno, const char *argname,
+						  const char *example);
 extern int	gd_arg_batch(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int	gd_json_batch_array(Jsonb *arg, const char *argname,
 								const char *what, const char *example);
@@ -42,6 +43,7 @@ extern char *gd_json_unknown_key(JsonbContainer *obj, const char *const *allowed
 extern char *gd_json_name(JsonbValue *v, const char *key, char **out);
 extern char *gd_json_int(JsonbValue *v, const char *key, int64 min, int64 max,
 						 int64 *out);
+extern char *gd_json_id(JsonbValue *v, const char *key, int64 *out);
 extern char *gd_json_positive_float(JsonbValue *v, const char *key, double *out);
 extern char *gd_json_object(JsonbValue *v, const char *key, Jsonb **out);
 extern char *gd_json_duration(JsonbValue *v, const char *key, Interval *out);

@@ -1239,7 +1239,8 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	int			i;
 
 	gd_require_read_committed("flush");
-	arg = gd_arg_jsonb(fcinfo, 0, "outcomes");
+	arg = gd_arg_jsonb(fcinfo, 0, "outcomes",
+					   "[{\"id\": 1, \"worker\": \"w1\", \"kind\": \"done\", \"claim\": 1}]");
 	outcomes = gd_parse_outcomes(arg, now, &n);
 	InitMaterializedSRF(fcinfo, 0);
 

@@ -4,7 +4,9 @@
  *		Module entry point: PG_MODULE_MAGIC, _PG_init and the GUCs.
  *
  *		Every GUC is PGC_SIGHUP or PGC_USERSET so the SQL API works whether
- *		or not the library is in shared_preload_libraries.  When preloaded,
+ *		or not the library is in shared_preload_libraries.  The hint on
+ *		permission errors is installed in every backend that loads the
+ *		library (privilege_hint.c).  When preloaded,
  *		_PG_init also installs the shared memory hooks, the utility hook
  *		and the launcher background worker; without preloading those are
  *		absent and the SQL functions fall back (wait.c, session.c).  The
@@ -25,6 +27,7 @@
 #include "aftercommit.h"
 #include "gen_durable.h"
 #include "launcher.h"
+#include "privilege_hint.h"
 #include "shmem.h"
 
 PG_MODULE_MAGIC;
@@ -37,6 +40,7 @@ int			gen_durable_maintenance_interval = 10000;	/* ms, longest worker sleep */
 bool		gen_durable_notify = true;	/* send NOTIFY pokes */
 bool		gen_durable_maintenance_worker = true;	/* the worker runs the sweeps */
 bool		gen_durable_reclaim_on_disconnect = true;	/* record claim sessions */
+bool		gen_durable_require_claim = false;	/* flush refuses outcomes without a claim */
 
 /*
  * _PG_init defines the GUCs and reserves the gen_durable prefix so that a
@@ -112,8 +116,17 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("gen_durable.require_claim",
+							 "Makes flush answer invalid to an outcome that does not name its claim.",
+							 "An outcome without \"claim\" is checked by worker id alone, so a late outcome of a lost claim can apply to a later claim of the same worker; turn this on once every worker sends the claim.",
+							 &gen_durable_require_claim,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+
 	MarkGUCPrefixReserved("gen_durable");
 	gd_aftercommit_init();
+	gd_privilege_hint_install();
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

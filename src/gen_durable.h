@@ -25,8 +25,16 @@
 /* PG15's fmgr.h does not declare it (16+ does) */
 extern void _PG_init(void);
 
-/* the schema version this library serves (the worker checks it) */
-#define GD_SCHEMA_VERSION		"0.6.0"
+/* the schema version this library installs */
+#define GD_SCHEMA_VERSION		"0.7.0"
+
+/*
+ * Every installed schema version whose tables and functions this library's
+ * statements work with; the maintenance worker runs on each of them, so
+ * the sweeps go on between a server restart on a new build and ALTER
+ * EXTENSION UPDATE.  (0.7.0 changed no table or function the C code uses.)
+ */
+#define GD_SCHEMA_VERSIONS_SERVED	{"0.6.0", "0.7.0"}
 
 /* ---- engine-wide limits ---- */
 
@@ -59,5 +67,6 @@ extern int	gen_durable_maintenance_interval;	/* ms, longest sleep of the worker 
 extern bool gen_durable_notify;			/* send NOTIFY pokes */
 extern bool gen_durable_maintenance_worker;	/* the worker runs the sweeps */
 extern bool gen_durable_reclaim_on_disconnect;	/* record claim sessions */
+extern bool gen_durable_require_claim;	/* flush refuses outcomes without a claim */
 
 #endif							/* GEN_DURABLE_H */

@@ -296,7 +296,7 @@ spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
 
 	spec_defaults(spec, now);
 	spec->fsm = gd_arg_name(fcinfo, 0, "fsm", true);
-	spec->state = gd_arg_jsonb(fcinfo, 1, "state");
+	spec->state = gd_arg_jsonb(fcinfo, 1, "state", "{}");
 	if (!JB_ROOT_IS_OBJECT(spec->state) || JB_ROOT_IS_SCALAR(spec->state))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -386,7 +386,7 @@ spec_from_args(FunctionCallInfo fcinfo, TimestampTz now, InsertSpec *spec)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument %s", problem),
-				 errhint("See the SQL reference of gen_durable.insert in README.md.")));
+				 errhint("See gen_durable.insert in docs/reference.md.")));
 	spec_finish(spec, !PG_ARGISNULL(8), scope_mask, now,
 				!PG_ARGISNULL(5), PG_ARGISNULL(5) ? 0 : PG_GETARG_TIMESTAMPTZ(5), delay);
 }
@@ -968,7 +968,8 @@ gen_durable_insert_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
-	Jsonb	   *specs_arg = gd_arg_jsonb(fcinfo, 0, "specs");
+	Jsonb	   *specs_arg = gd_arg_jsonb(fcinfo, 0, "specs",
+									 "[{\"fsm\": \"send_mail\"}]");
 	InsertSpec *specs;
 	InsertResult result;
 	int			n;

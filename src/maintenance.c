@@ -47,7 +47,8 @@ PG_FUNCTION_INFO_V1(gen_durable_run_maintenance);
  * SKIP LOCKED (parents first: the order every flush uses), and fails a
  * child that ran out of attempts only when it holds the child's parent,
  * whose join it then updates (settle.c); such a child whose parent is busy
- * waits for a later round.
+ * waits for a later round.  A child whose parent GC has deleted (a child
+ * retried after its parent ended) has no join to update.
  */
 static GdPlan reaper_plan = {
 	"WITH c AS ("
@@ -82,7 +83,8 @@ static GdPlan reaper_plan = {
 	"        OR ($3 AND i.claim_session IS NOT NULL"
 	"            AND NOT gen_durable._session_alive(i.claim_session)))"
 	"   AND (i.attempt + 1 < i.max_attempts OR i.parent_id IS NULL"
-	"        OR i.parent_id IN (SELECT id FROM l))"
+	"        OR i.parent_id IN (SELECT id FROM l)"
+	"        OR NOT EXISTS (SELECT 1 FROM gen_durable.instances p WHERE p.id = i.parent_id))"
 	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, c.disconnected,"
 	"           i.concurrency_key IS NOT NULL, i.parent_round,"
 	"           l.concurrency_key, l.concurrency_shard",

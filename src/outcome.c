@@ -328,7 +328,7 @@ parse_one(JsonbValue *e, Outcome *o)
 
 	if ((v = gd_json_field(obj, "id")) == NULL)
 		return pstrdup("\"id\" is required");
-	if ((problem = gd_json_int(v, "id", 1, PG_INT64_MAX, &o->id)))
+	if ((problem = gd_json_id(v, "id", &o->id)))
 		return problem;
 	o->has_id = true;
 	if ((v = gd_json_field(obj, "worker")) == NULL)
@@ -337,10 +337,12 @@ parse_one(JsonbValue *e, Outcome *o)
 		return problem;
 	if ((v = gd_json_field(obj, "claim")) != NULL && !gd_json_is_null(v))
 	{
-		if ((problem = gd_json_int(v, "claim", 1, PG_INT64_MAX, &o->claim)))
+		if ((problem = gd_json_id(v, "claim", &o->claim)))
 			return problem;
 		o->has_claim = true;
 	}
+	else if (gen_durable_require_claim)
+		return pstrdup("\"claim\" is required (gen_durable.require_claim is on): send the job's claim");
 	if ((v = gd_json_field(obj, "kind")) == NULL)
 		return pstrdup("\"kind\" is required");
 	if ((problem = gd_json_name(v, "kind", &kind)))

@@ -222,7 +222,7 @@ gen_durable_schedule(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"missed\" must be 'skip' or 'catch_up'"),
 				 errhint("'skip' fires only the latest missed tick, 'catch_up' every one.")));
-	options = gd_arg_jsonb(fcinfo, 8, "options");
+	options = gd_arg_jsonb(fcinfo, 8, "options", "{}");
 	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -239,7 +239,7 @@ gen_durable_schedule(PG_FUNCTION_ARGS)
 	gd_connect();
 	memset(nulls, ' ', sizeof(nulls));
 	values[0] = CStringGetTextDatum(gd_arg_name(fcinfo, 2, "fsm", true));
-	values[1] = PointerGetDatum(gd_arg_jsonb(fcinfo, 3, "state"));
+	values[1] = PointerGetDatum(gd_arg_jsonb(fcinfo, 3, "state", "{}"));
 	values[2] = CStringGetTextDatum(gd_arg_name(fcinfo, 4, "queue", true));
 	values[3] = CStringGetTextDatum(gd_arg_name(fcinfo, 5, "step", true));
 	values[4] = PointerGetDatum(options);

@@ -14,7 +14,10 @@
  *		about a second of the worker process dying, instead of waiting for
  *		the lease.  Ids never repeat, even across a crash restart (they
  *		start at the shared memory's creation time in microseconds), so a
- *		claim made before a restart is never mistaken for a live one.
+ *		claim made before a restart, or on another server (rows restored
+ *		from a dump, a standby promoted after its primary died), is never
+ *		mistaken for a live one; a session counts only for the database it
+ *		is connected to.
  *		The lease stays the fallback: with gen_durable.reclaim_on_disconnect
  *		off (clients that pick and flush over different connections), or
  *		without shared_preload_libraries, no session is recorded.
@@ -76,11 +79,15 @@ gd_claim_session(void)
 
 /*
  * gen_durable_session_alive implements gen_durable._session_alive(session):
- * whether a backend with that claim session is still connected.  The
- * reaper evaluates it per executing row while its statement runs, that is
- * after its snapshot was taken: every claim visible to the statement was
- * made by a session registered before it, so a live claimant is never
- * missed.  Without shared memory every session counts as alive.
+ * whether a backend with that claim session is still connected to this
+ * database.  The reaper evaluates it per executing row while its statement
+ * runs, that is after its snapshot was taken: every claim visible to the
+ * statement was made by a session registered before it, so a live
+ * claimant is never missed.  A session connected to another database
+ * cannot hold a claim here: its rows came from elsewhere (a database
+ * restored from a dump taken while the claim was held), and its worker
+ * will never flush them here.  Without shared memory every session counts
+ * as alive.
  */
 Datum
 gen_durable_session_alive(PG_FUNCTION_ARGS)
@@ -92,6 +99,6 @@ gen_durable_session_alive(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(true);
 	for (i = 0; i < MaxBackends; i++)
 		if (pg_atomic_read_u64(gd_session_slot(i)) == session)
-			PG_RETURN_BOOL(true);
+			PG_RETURN_BOOL(ProcGlobal->allProcs[i].databaseId == MyDatabaseId);
 	PG_RETURN_BOOL(false);
 }

@@ -99,7 +99,7 @@ deliver(FunctionCallInfo fcinfo, GdPlan *plan, Datum target)
 	gd_require_read_committed("signal");
 	values[0] = target;
 	values[1] = CStringGetTextDatum(gd_arg_name(fcinfo, 1, "name", true));
-	payload = gd_arg_jsonb(fcinfo, 2, "payload");
+	payload = gd_arg_jsonb(fcinfo, 2, "payload", "{}");
 	values[2] = JsonbPGetDatum(payload);
 	if (PG_ARGISNULL(3))
 		nulls[3] = 'n';

@@ -289,7 +289,8 @@ gd_array_int8(ArrayType *array, const char *argname, bool capped, int64 **out)
 	if (ARR_NDIM(array) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("argument \"%s\" must be a one-dimensional array", argname)));
+				 errmsg("argument \"%s\" must be a one-dimensional array", argname),
+				 errhint("Pass a flat array of ids, for example ARRAY[1, 2]::bigint[].")));
 	deconstruct_array(array, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
 					  &datums, &nulls, &n);
 	if (capped)
@@ -300,7 +301,9 @@ gd_array_int8(ArrayType *array, const char *argname, bool capped, int64 **out)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"%s\" must not contain NULL elements", argname)));
+					 errmsg("argument \"%s\" must not contain NULL elements", argname),
+					 errhint("Leave the NULLs out, for example with array_remove(%s, NULL).",
+							 argname)));
 		(*out)[i] = DatumGetInt64(datums[i]);
 	}
 	return n;

@@ -11,6 +11,8 @@
  *		pokes of queues made runnable by commits (at most one per queue per
  *		GD_POKE_WINDOW_MS, SEMANTICS D17).  An error in one sweep is logged
  *		and counted, its transaction rolled back, and the round goes on.
+ *		After each round the worker reports its table statistics, so that
+ *		autovacuum sees the rows the sweeps deleted and updated.
  *		Between rounds the worker sleeps on its latch until the next thing
  *		falls due (a scheduled row, an await deadline, a lease expiry, a
  *		schedule's tick), at
@@ -386,8 +388,24 @@ installed_version(void)
 }
 
 /*
+ * schema_served says whether this library's statements work with an
+ * installed schema version (GD_SCHEMA_VERSIONS_SERVED).
+ */
+static bool
+schema_served(const char *version)
+{
+	static const char *const served[] = GD_SCHEMA_VERSIONS_SERVED;
+	int			i;
+
+	for (i = 0; i < lengthof(served); i++)
+		if (strcmp(version, served[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
  * leave exits cleanly (not restarted): the extension is gone or of
- * another version.
+ * a version this library does not serve.
  */
 static void
 leave(void)
@@ -476,6 +494,7 @@ gd_worker_main(Datum main_arg)
 		Round		round = {0};
 		char	   *version;
 		long		sleep_ms;
+		long		stats_ms;
 		TimestampTz now;
 
 		CHECK_FOR_INTERRUPTS();
@@ -488,7 +507,7 @@ gd_worker_main(Datum main_arg)
 		version = installed_version();
 		if (version == NULL)
 			leave();
-		if (strcmp(version, GD_SCHEMA_VERSION) != 0)
+		if (!schema_served(version))
 		{
 			ereport(LOG,
 					(errmsg("gen_durable worker: the extension's version is %s, this library serves %s",
@@ -520,8 +539,19 @@ gd_worker_main(Datum main_arg)
 			pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ROUNDS], 1);
 		}
 
+		/*
+		 * Report the table statistics of the round's writes (the rows GC
+		 * deleted, the claims the reaper returned): a background worker
+		 * reports nothing by itself until it exits, so autovacuum would not
+		 * see the dead rows the sweeps leave.  Statistics are flushed at
+		 * most once a second; what is held back bounds the sleep.
+		 */
+		stats_ms = pgstat_report_stat(false);
+
 		now = GetCurrentTimestamp();
 		sleep_ms = gen_durable_maintenance_interval;
+		if (stats_ms > 0)
+			sleep_ms = Min(sleep_ms, stats_ms);
 		if (round.next != 0 && round.next > now)
 			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, round.next) + 1);
 		else if (round.next != 0)

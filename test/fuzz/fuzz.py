@@ -1702,7 +1702,7 @@ class Fuzzer:
         found = 0
         # gates: at most max executing per key, beyond the rows that were
         # already executing when the gate was last set (a lowered gate lets
-        # them finish; README "A gate lowered under running rows")
+        # them finish; docs/decisions.md "A gate lowered under running rows")
         rows = conn.execute(
             "SELECT i.concurrency_name, i.concurrency_key, l.capacity::int, "
             "       array_agg(i.id ORDER BY i.id) "
