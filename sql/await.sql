@@ -1,5 +1,5 @@
 -- await.sql: gen_durable.await(id, timeout, until), waiting inside the server
--- for an instance to settle (DESIGN §3 Producers; SEMANTICS §8, D15)
+-- for an instance to settle (design §3 Producers; contract §8, D15)
 --
 -- The answer comes from the row: done, failed or cancelled with result and
 -- error; awaiting for a parked instance (until => 'settled' only);

@@ -1,5 +1,5 @@
 -- flush.sql: gen_durable.flush, every outcome kind and status transition
--- (DESIGN §3 flush; SEMANTICS §2.1/§2.2 T2-T17, §5, §6, D1-D3, D9, D10, D11, D20,
+-- (design §3 flush; contract §2.1/§2.2 T2-T17, §5, §6, D1-D3, D9, D10, D11, D20,
 -- I-4, I-6, I-27)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse

@@ -17,9 +17,11 @@ SELECT pg_catalog.pg_extension_config_dump('gen_durable.step_history_id_seq', ''
 -- it orders them by their foreign keys, and a table that references itself
 -- made every dump warn of circular foreign-key constraints.  The engine
 -- never relied on the key: children are created only by a flush that
--- holds their parent, and GC deletes a parent only once it is terminal
--- with no live child (I-29).  The column now keeps the parent's id after
--- GC deleted the parent, instead of being set to NULL by a second write of
+-- holds their parent; a parent is deleted by GC only once terminal, while
+-- GC spares the terminal children of a live parent (I-29); a child that
+-- outlives its parent (one retried after the parent ended) just has no
+-- join to report to.  The column now keeps the parent's id after GC
+-- deleted the parent, instead of being set to NULL by a second write of
 -- every child row (which GC also no longer pays).
 ALTER TABLE gen_durable.instances DROP CONSTRAINT instances_parent_id_fkey;
 

@@ -1,5 +1,5 @@
 -- insert.sql: gen_durable.insert and gen_durable.insert_many
--- (DESIGN §3 Producers; SEMANTICS D4, D5, D6, D18, D19, §3)
+-- (design §3 Producers; contract D4, D5, D6, D18, D19, §3)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 
@@ -271,7 +271,7 @@ SELECT ord, created,
 			WHEN id > :base THEN 'new' ELSE 'other' END AS which
   FROM dups WHERE ord NOT IN (0, 2) ORDER BY ord;
 -- of the two specs with the same key in the batch exactly one is created
--- (which one is unspecified, A-21) and both report the id that won the key
+-- (the first in input order, A-21) and both report the id that won the key
 SELECT count(*) FILTER (WHERE created) AS created, count(DISTINCT id) AS ids,
 	   min(id) > :base AS new_id
   FROM dups WHERE ord IN (0, 2);

@@ -1,6 +1,6 @@
 -- lifecycle.sql: heartbeat, release, cancel and run_maintenance
 -- (reaper, await timeouts, GC)
--- (DESIGN §3, §4; SEMANTICS D1, D2, D11, D14, §2 T9/T14/T16/T18, §9, §10.1, I-29)
+-- (design §3, §4; contract D1, D2, D11, D14, §2 T9/T14/T16/T18, §9, §10.1, I-29)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 

@@ -1,5 +1,5 @@
 -- limiter.sql: rate limits and concurrency gates (0.4.0)
--- (SEMANTICS D6-D8, §4.2, §5.4, §10.2-10.4, §11; src/admit.c, src/credit.c,
+-- (contract D6-D8, §4.2, §5.4, §10.2-10.4, §11; src/admit.c, src/credit.c,
 -- src/limit_policy.c, src/buckets.c, src/pick.c)
 --
 -- Every group of rows below has a queue (and keys) of its own, so what one

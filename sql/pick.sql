@@ -1,5 +1,5 @@
 -- pick.sql: gen_durable.pick (claim, K=1 arbiter, window dedup, enrichment)
--- (DESIGN §3 Workers; SEMANTICS §2 T2, §3.4, §4.1, §4.4, D7, D15, D16, D19, D20)
+-- (design §3 Workers; contract §2 T2, §3.4, §4.1, §4.4, D7, D15, D16, D19, D20)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 

@@ -1,5 +1,5 @@
 -- signal.sql: gen_durable.signal by id and by correlation key
--- (DESIGN §3; SEMANTICS §7, A-1, A-3, I-1, I-28, D5, D11)
+-- (design §3; contract §7, A-1, A-3, I-1, I-28, D5, D11)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 

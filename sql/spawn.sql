@@ -1,5 +1,5 @@
 -- spawn.sql: fan-out, join, first_error, cascade cancel, fail/retry, budget,
--- find (issue 4; SEMANTICS D1, D3, D12-D14, D18, D19, §6.5, §6.6)
+-- find (issue 4; contract D1, D3, D12-D14, D18, D19, §6.5, §6.6)
 CREATE EXTENSION gen_durable;
 \set VERBOSITY terse
 

@@ -1,5 +1,5 @@
 -- statements.sql: the number of statements a call runs does not grow with
--- its batch size (DESIGN §6 "set-based over array parameters"; SEMANTICS
+-- its batch size (design §6 "set-based over array parameters"; contract
 -- §4.5, §6.7, §16.1).  pg_stat_statements (preloaded, track = all) counts
 -- every statement nested under the top-level call: the engine's SPI
 -- statements and anything they run in turn (SQL functions, triggers).

@@ -1,5 +1,5 @@
 -- stats.sql: the gen_durable.stats counters and the gen_durable.queues view
--- (DESIGN §3 Views; issue 3 Observability; src/stats.c, src/aftercommit.c)
+-- (design §3 Views; issue 3 Observability; src/stats.c, src/aftercommit.c)
 --
 -- The counters live in shared memory, are cluster-wide, and are added by
 -- committed transactions only, at commit.  pg_regress runs one test at a

@@ -2,7 +2,7 @@
  *
  * admit.c
  *		Admission of claimed candidates against rate limits and
- *		concurrency gates (SEMANTICS D6-D8, §4.2).
+ *		concurrency gates (contract D6-D8, §4.2).
  *
  *		pick locks its candidates, asks gd_admit which of them may run, and
  *		flips only those to executing, all in one transaction: denied rows

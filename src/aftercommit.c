@@ -2,7 +2,7 @@
  *
  * aftercommit.c
  *		Effects a transaction queues while it runs and that happen only
- *		once it has committed (SEMANTICS D15, D17).
+ *		once it has committed (contract D15, D17).
  *
  *		The engine's functions record here what their statements did:
  *		counters for the stats view, queues whose work became runnable,

@@ -2,7 +2,7 @@
  *
  * await.c
  *		await(): waiting inside the server for an instance to settle
- *		(SEMANTICS §8, D15).
+ *		(contract §8, D15).
  *
  *		The answer always comes from the row, read with a fresh snapshot
  *		each time: done, failed or cancelled with the result and error;

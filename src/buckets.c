@@ -2,7 +2,7 @@
  *
  * buckets.c
  *		Keeping the limiter's buckets true: rate-bucket GC and gate
- *		reconcile (SEMANTICS §10.2, §10.3, D8).
+ *		reconcile (contract §10.2, §10.3, D8).
  *
  *		Admission and credits keep the buckets exact in the transactions
  *		that change the executing rows, so these are the safety net and the

@@ -4,7 +4,7 @@
  *		flush(): committing the outcomes of many steps together.
  *
  *		One call is one transaction with a bounded number of set-based
- *		statements, whatever the batch size (SEMANTICS §6, D9):
+ *		statements, whatever the batch size (contract §6, D9):
  *		1. lock   - the instances of every valid entry, in id order
  *		            (I-23), FOR NO KEY UPDATE; the locked (latest) versions
  *		            tell which entries still own their claim (I-5);

@@ -5,7 +5,7 @@
  *
  *		Both build InsertSpecs, validate them completely before any
  *		statement runs, and write with one INSERT ... ON CONFLICT on the
- *		correlation arbiter (SEMANTICS §3, D4, D5).  insert_many inserts its
+ *		correlation arbiter (contract §3, D4, D5).  insert_many inserts its
  *		whole batch with one statement in correlation_key order (I-21), so
  *		concurrent batches meet the arbiter in one global order and cannot
  *		deadlock.  A duplicate writes nothing: insert() returns NULL,

@@ -7,7 +7,7 @@
  *		leases of the claims the worker still owns and returns their ids, so
  *		a missing id tells the worker to stop that step (its outcome would
  *		be stale).  release hands claims back to runnable without counting
- *		an attempt (graceful shutdown, SEMANTICS T16), keeping the rows'
+ *		an attempt (graceful shutdown, contract T16), keeping the rows'
  *		place in the queue.  Both lock in id order and skip rows that are
  *		locked right now (I-22); heartbeat reports such a busy row as still
  *		owned when it was owned before the lock (never as lost).

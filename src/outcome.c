@@ -3,7 +3,7 @@
  * outcome.c
  *		Parsing and validation of the outcome objects handed to flush().
  *
- *		Every entry is checked before anything is written (SEMANTICS D9).
+ *		Every entry is checked before anything is written (contract D9).
  *		A malformed entry does not raise: it is marked invalid with the
  *		reason, reported as such by flush, and its instance stays claimed;
  *		the other entries still commit.  Only a malformed argument as a

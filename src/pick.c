@@ -3,7 +3,7 @@
  * pick.c
  *		pick(): claiming runnable instances of one queue.
  *
- *		A pick is claim -> admit -> flip, in one transaction (SEMANTICS §4,
+ *		A pick is claim -> admit -> flip, in one transaction (contract §4,
  *		D7):
  *		1. the candidate statement locks up to `batch` due runnable rows of
  *		   the queue (none while it is paused: queue_control.c) in priority

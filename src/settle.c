@@ -2,7 +2,7 @@
  *
  * settle.c
  *		The one routine every path into a terminal status goes through
- *		(SEMANTICS D1), and the cascade that ends a whole subtree (D13, D14).
+ *		(contract D1), and the cascade that ends a whole subtree (D13, D14).
  *
  *		gd_settle runs, in the transaction that wrote the terminal statuses
  *		(which also cleared the claims):

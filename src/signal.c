@@ -3,7 +3,7 @@
  * signal.c
  *		signal(): delivering a named payload to an instance's durable inbox.
  *
- *		One statement (SEMANTICS §7, I-1): resolve the live target (by id or
+ *		One statement (contract §7, I-1): resolve the live target (by id or
  *		by correlation key) without a lock, store the signal (deduplicated by
  *		(target, dedup_key) while the earlier one exists), and take the
  *		target's row lock unconditionally so that the wake condition

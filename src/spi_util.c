@@ -323,7 +323,7 @@ gd_add_interval(TimestampTz ts, Interval *span)
 
 /*
  * gd_require_read_committed refuses to run under REPEATABLE READ or
- * SERIALIZABLE (SEMANTICS D15, I-3): the wake-up and ownership guarantees
+ * SERIALIZABLE (contract D15, I-3): the wake-up and ownership guarantees
  * rely on every statement seeing the latest committed rows.
  */
 void

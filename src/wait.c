@@ -2,7 +2,7 @@
  *
  * wait.c
  *		Sleeping inside the server until work or a settled instance
- *		appears: long-poll pick() and await() (SEMANTICS D15).
+ *		appears: long-poll pick() and await() (contract D15).
  *
  *		A waiting call registers what it waits for in its backend's slot of
  *		shared memory, then loops: check (a new statement, so a fresh

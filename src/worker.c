@@ -9,7 +9,7 @@
  *		due-time pokes (queues whose scheduled rows fell due
  *		since the last round wake their long-poll pickers) and the NOTIFY
  *		pokes of queues made runnable by commits (at most one per queue per
- *		GD_POKE_WINDOW_MS, SEMANTICS D17).  An error in one sweep is logged
+ *		GD_POKE_WINDOW_MS, contract D17).  An error in one sweep is logged
  *		and counted, its transaction rolled back, and the round goes on.
  *		After each round the worker reports its table statistics, so that
  *		autovacuum sees the rows the sweeps deleted and updated.
@@ -161,7 +161,9 @@ earlier(TimestampTz *into, TimestampTz when)
  * long a sweep waits for a row lock.  The sweeps select their rows with
  * SKIP LOCKED (I-22), but their riders do not: a child the reaper fails
  * may end a first_error round, whose cascade locks the siblings, and GC's
- * foreign key action updates the children of a deleted parent.  The worker
+ * delete cascades to the signals and step history of the rows it deletes
+ * (on a 0.6.0 schema its foreign key action also updates the children of
+ * a deleted parent).  The worker
  * must not stall behind, or deadlock with, a transaction holding one of
  * those rows: the sweep gives up (logged, counted) and a later round
  * retries it.

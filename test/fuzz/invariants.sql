@@ -15,7 +15,7 @@
 --
 -- The checks that need what the driver knows (which rows were already
 -- executing when a gate was created, lowered or dropped) are in fuzz.py.
--- Sources: SEMANTICS.md (I-n, Dn), src/*.c, sql/gen_durable--*.sql.
+-- Sources: docs/contract.md (I-n, Dn), src/*.c, sql/gen_durable--*.sql.
 
 -- check: claim_iff_executing
 -- I-24: locked_by / lease_expires_at are set exactly while executing
