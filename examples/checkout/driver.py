@@ -105,6 +105,18 @@ def status_counts(conn):
     return {(fsm, status): n for fsm, status, n in rows}
 
 
+def check_outcomes(conn):
+    """Raises SystemExit once flush has answered any outcome `invalid`
+    (counted since setup): the workload's handlers return only well-formed
+    outcomes, so one is a bug of the worker app or its library, such as an
+    outcome sent without its claim on a server with gen_durable.require_claim
+    on.  The run stops at once rather than wait for instances that cannot end."""
+    n = stats(conn).get("invalid_outcomes", 0)
+    if n:
+        raise SystemExit(f"driver: flush answered {n} outcome(s) 'invalid' (is the worker app sending"
+                         " each outcome with its job's claim? see the workers' logs)")
+
+
 def steps_of(st):
     """Outcomes committed so far, from the stats counters."""
     return sum(v for c, v in st.items() if c.startswith("committed_"))
@@ -237,6 +249,7 @@ def run_orders(conn, n_orders, rate=50.0, batch=25, seed=1, timeout=300.0, progr
     ids = {}
     sent = {"inserted": 0, "cancelled": 0, "signals": {}}
     started = time.monotonic()
+    checked = started
     i = 0
     while i < len(events):
         now = time.monotonic() - started
@@ -258,11 +271,15 @@ def run_orders(conn, n_orders, rate=50.0, batch=25, seed=1, timeout=300.0, progr
                 sent["signals"][answer] = sent["signals"].get(answer, 0) + n
         if progress.due():
             progress.show(progress_line(conn, n_orders, started)[0])
+        if time.monotonic() - checked >= 1.0:
+            check_outcomes(conn)
+            checked = time.monotonic()
         if i < len(events):
             time.sleep(max(0.0, min(0.05, events[i][0] - (time.monotonic() - started))))
 
     deadline = time.monotonic() + timeout
     while True:
+        check_outcomes(conn)
         line, live = progress_line(conn, n_orders, started)
         if live == 0:
             progress.show(line, final=True)
@@ -430,6 +447,9 @@ def verify(conn, n_orders=None):
         bad("a failing reservation is retried",
             f"{st.get('committed_retry', 0)} retries committed and {st.get('reaped', 0)} claims"
             f" reaped, want at least {flaky} in all")
+    if st.get("invalid_outcomes", 0):
+        bad("no outcome is invalid (each names its claim, and every key is right)",
+            f"flush answered {st['invalid_outcomes']} outcome(s) 'invalid'")
 
     if problems:
         for check, examples in problems.items():
@@ -439,8 +459,8 @@ def verify(conn, n_orders=None):
     else:
         print(f"verify: ok: {n} orders: {done} done and paid, {cancelled} cancelled, "
               f"{cancelled_done} done before their cancel arrived; {items_done} line items "
-              f"shipped; at least {flaky} flaky reservations retried; nothing failed, "
-              "nothing left live")
+              f"shipped; at least {flaky} flaky reservations retried; no outcome invalid, "
+              "nothing failed, nothing left live")
     return list(problems)
 
 

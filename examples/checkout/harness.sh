@@ -49,13 +49,32 @@ sql() {
 	psql -X -q -At -v ON_ERROR_STOP=1 "$@"
 }
 
+# The settings every cluster of the demo, the end-to-end tests and the chaos
+# soak runs with: an outcome must name the claim it ran under (flush answers
+# one without "claim" `invalid`), so a worker library that drops the claim
+# fails their checks instead of running without the claim fence.
+CLUSTER_SETTINGS=(gen_durable.require_claim=on)
+
+# check_settings: fail unless the server (the libpq environment's) runs
+# with CLUSTER_SETTINGS in effect; an unknown gen_durable.* setting is only
+# a warning in the server's log (an older gen_durable installed)
+check_settings() {
+	local setting got
+	for setting in "${CLUSTER_SETTINGS[@]}"; do
+		got=$(sql -c "SHOW ${setting%%=*}" 2>&1) || got="unknown ($got)"
+		[ "$got" = "${setting#*=}" ] ||
+			die "the server runs with ${setting%%=*} = $got, not ${setting#*=}: is an older gen_durable installed? (make install)"
+	done
+}
+
 # cluster_up DIR: start a throwaway cluster in DIR (test/bench/cluster.sh:
-# gen_durable preloaded, unix socket only), create the database `checkout`
-# and export the libpq environment that reaches it
+# gen_durable preloaded, unix socket only, CLUSTER_SETTINGS), create the
+# database `checkout` and export the libpq environment that reaches it
 cluster_up() {
 	CLUSTER=$1
-	"$REPO/test/bench/cluster.sh" start "$CLUSTER" "$CLUSTER_PORT"
+	"$REPO/test/bench/cluster.sh" start "$CLUSTER" "$CLUSTER_PORT" "${CLUSTER_SETTINGS[@]}"
 	export PGHOST=$CLUSTER PGPORT=$CLUSTER_PORT PGUSER=postgres PGDATABASE=postgres
+	check_settings
 	sql -c 'CREATE DATABASE checkout'
 	export PGDATABASE=checkout
 }
@@ -79,11 +98,16 @@ steps_done() {
 	sql -c "SELECT coalesce(sum(value), 0) FROM gen_durable.stats WHERE counter LIKE 'committed_%'"
 }
 
-# wait_for_steps N TIMEOUT: wait until N outcomes have been committed
+# wait_for_steps N TIMEOUT [PID]: wait until N outcomes have been
+# committed; fail after TIMEOUT seconds, or as soon as process PID (the
+# driver) has ended
 wait_for_steps() {
-	local n=$1 end=$((SECONDS + $2))
+	local n=$1 end=$((SECONDS + $2)) pid=${3:-}
 	while [ "$(steps_done)" -lt "$n" ]; do
 		[ $SECONDS -lt "$end" ] || die "fewer than $n steps done after $2 s"
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			die "the driver ended before $n steps were done"
+		fi
 		sleep 0.1
 	done
 }

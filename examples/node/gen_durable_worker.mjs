@@ -32,19 +32,43 @@
 // heartbeat, release) are separate clients because a client is busy while
 // its pick waits.  A picker's connection stays open while the steps it
 // claimed run: without PgBouncer, gen_durable takes the claims of a backend
-// back when it exits (gen_durable.reclaim_on_disconnect).  Ids are bigints: `pg` returns them as strings, the jobs
-// handed to handlers carry them as Numbers (they fit), and so do outcomes.
+// back when it exits (gen_durable.reclaim_on_disconnect).
+//
+// Ids and claims are bigints, and a JavaScript Number holds integers
+// exactly only up to 2^53: the library keeps them as strings of decimal
+// digits, as `pg` returns int8 (job.id, job.parent_id, job.claim, and the
+// ids in job.inbox, job.awaited and job.children), and sends them back as
+// such ("id": "9007199254740993"), which flush takes (gen_durable 0.7.0 and
+// later).  Every outcome carries its job's claim: the fence that makes a late
+// outcome of a lost claim `stale`.
 
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import pg from 'pg';
 
-const PICK_SQL = `SELECT id, fsm, fsm_version, step, state, attempt, steps, inbox, awaited,
-                         children, timed_out, parent_id, correlation_key, metadata, claim
+// idsAsText is a jsonb array column of j (inbox, awaited, children) with
+// each element's "id" as a string: pg parses jsonb with JSON.parse, which
+// rounds an integer beyond 2^53
+function idsAsText(column) {
+	return `(SELECT coalesce(jsonb_agg(e || jsonb_build_object('id', e->>'id') ORDER BY n), '[]')
+	           FROM jsonb_array_elements(j.${column}) WITH ORDINALITY AS x(e, n)) AS ${column}`;
+}
+
+// JOB_COLUMNS are the columns of a job j (gen_durable.job) that toJob reads
+const JOB_COLUMNS = `j.id, j.fsm, j.fsm_version, j.step, j.state, j.attempt, j.steps,
+	${idsAsText('inbox')}, ${idsAsText('awaited')}, ${idsAsText('children')},
+	j.timed_out, j.parent_id, j.correlation_key, j.metadata, j.claim`;
+const PICK_SQL = `SELECT ${JOB_COLUMNS}
                     FROM gen_durable.pick($1, $2, batch => $3, lease => $4::interval,
-                                          wait => $5::interval, fsms => $6::text[])`;
-const FLUSH_SQL = 'SELECT id, applied, detail, job FROM gen_durable.flush($1::jsonb)';
+                                          wait => $5::interval, fsms => $6::text[]) AS j`;
+// flush's answers in input order, each with the job of a granted continue
+// turned back into typed columns (continued: there is one), so that its
+// bigints come as strings like pick's
+const FLUSH_SQL = `SELECT f.applied, f.detail, f.job IS NOT NULL AS continued, ${JOB_COLUMNS}
+                     FROM gen_durable.flush($1::jsonb) WITH ORDINALITY AS f(id, applied, detail, job, n)
+                          LEFT JOIN LATERAL jsonb_populate_record(NULL::gen_durable.job, f.job) AS j ON true
+                    ORDER BY f.n`;
 const HEARTBEAT_SQL = 'SELECT gen_durable.heartbeat($1, $2::bigint[], $3::interval) AS ids';
 const RELEASE_SQL = 'SELECT gen_durable.release($1) AS released';
 
@@ -128,11 +152,12 @@ function errorJson(err) {
 	return err instanceof Error ? { name: err.name, message: err.message } : { message: String(err) };
 }
 
-// toJob is the job handed to a handler, from a pick row or flush's continue
-// JSON: ids and steps as Numbers
+// toJob is the job handed to a handler, from a pick row or a flush row
+// (JOB_COLUMNS): ids and the claim as strings of decimal digits, exact
+// (see the file header), steps as a Number
 function toJob(row) {
 	return {
-		id: Number(row.id),
+		id: row.id,
 		fsm: row.fsm,
 		fsm_version: row.fsm_version,
 		step: row.step,
@@ -143,9 +168,10 @@ function toJob(row) {
 		awaited: row.awaited,
 		children: row.children,
 		timed_out: row.timed_out,
-		parent_id: row.parent_id === null ? null : Number(row.parent_id),
+		parent_id: row.parent_id,
 		correlation_key: row.correlation_key,
 		metadata: row.metadata,
+		claim: row.claim,
 	};
 }
 
@@ -459,8 +485,9 @@ export class Worker {
 		this.flushing = true;
 		const entries = this.latestClaims(this.buffer.splice(0));
 		const body = entries.map(({ run, outcome: o }) => {
-			// claim fences the outcome: applied only while this claim is the latest
-			const entry = { ...o, id: run.job.id, worker: this.id, claim: Number(run.job.claim) };
+			// claim fences the outcome: applied only while this claim is the
+			// latest; id and claim go back as the strings pick gave (exact)
+			const entry = { ...o, id: run.job.id, worker: this.id, claim: run.job.claim };
 			if (entry.continue && this.stopping)
 				delete entry.continue;
 			else if (entry.continue)
@@ -484,7 +511,7 @@ export class Worker {
 		const latest = new Map();
 		for (const b of buffered) {
 			const seen = latest.get(b.run.job.id);
-			if (!seen || Number(seen.run.job.claim) < Number(b.run.job.claim))
+			if (!seen || BigInt(seen.run.job.claim) < BigInt(b.run.job.claim))
 				latest.set(b.run.job.id, b);
 		}
 		const kept = buffered.filter((b) => latest.get(b.run.job.id) === b);
@@ -495,21 +522,31 @@ export class Worker {
 	// applied handles flush's answer for one entry (none: the flush was
 	// given up while stopping): a granted continue runs its next step at
 	// once in the same slot; an invalid outcome (a handler bug) is flushed
-	// again as a retry recording why; anything else frees the slot
-	applied({ run, outcome: o }, row, sentAt) {
+	// again as a retry recording why, and when that retry is invalid too
+	// (what the library itself sends is wrong) the claim is left to expire
+	// with its lease, rather than flushed again and again; anything else
+	// frees the slot
+	applied({ run, outcome: o, replacesInvalid }, row, sentAt) {
 		const { job } = run;
 		const what = `${job.fsm}/${job.step} #${job.id}`;
-		if (row?.applied === 'ok' && row.job) {
+		if (row?.applied === 'ok' && row.continued) {
 			if (this.stopping)
 				this.slots.release(1);   // not run: the release at the end of stop() returns it
 			else
-				this.run(toJob(row.job), sentAt);
+				this.run(toJob(row), sentAt);
 			return;
 		}
 		if (row?.applied === 'invalid') {
 			this.log('error', `${what}: invalid ${o.kind} outcome: ${row.detail}`);
+			if (replacesInvalid) {
+				this.log('error', `${what}: left to its lease (the retry replacing an invalid outcome is invalid too)`);
+				this.slots.release(1);
+				return;
+			}
 			const error = { message: `invalid ${o.kind} outcome: ${row.detail}` };
-			this.buffer.push({ run, outcome: { kind: 'retry', delay: this.backoff(job.attempt), error } });
+			this.buffer.push({
+				run, outcome: { kind: 'retry', delay: this.backoff(job.attempt), error }, replacesInvalid: true,
+			});
 			return;
 		}
 		if (row && (row.applied !== 'ok' || row.detail)) {
@@ -535,7 +572,7 @@ export class Worker {
 		this.beating = false;
 		if (!rows)
 			return;
-		const owned = new Set(rows[0].ids.map(Number));
+		const owned = new Set(rows[0].ids);   // strings, like job.id
 		for (const r of due) {
 			if (owned.has(r.job.id))
 				r.leaseAt = now;

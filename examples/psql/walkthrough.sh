@@ -71,10 +71,13 @@ echo "== starting a throwaway PostgreSQL in $TMP (port $PORT, unix socket only)"
 as_pg "$BINDIR/initdb" -D "$TMP/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
 	>"$TMP/initdb.log" 2>&1 || { cat "$TMP/initdb.log" >&2; die "initdb failed"; }
 # This walk-through's "worker" opens a new connection for every call, so a claim
-# must not be returned when the connection that made it closes.
+# must not be returned when the connection that made it closes.  Every outcome
+# names the claim it ran under, and the server insists on it
+# (gen_durable.require_claim: an outcome without "claim" is invalid).
 cat >>"$TMP/data/postgresql.conf" <<EOF
 shared_preload_libraries = 'gen_durable'
 gen_durable.reclaim_on_disconnect = off
+gen_durable.require_claim = on
 listen_addresses = ''
 unix_socket_directories = '$TMP'
 port = $PORT
@@ -93,6 +96,7 @@ sql <<<"CREATE DATABASE demo"
 DB=demo
 sql <<<"CREATE EXTENSION gen_durable"
 echo "   CREATE EXTENSION gen_durable -> version $(sql <<<"SELECT extversion FROM pg_extension WHERE extname = 'gen_durable'")"
+[ "$(sql <<<"SHOW gen_durable.require_claim")" = on ] || die "gen_durable.require_claim is not on"
 
 # show: print a call, run it, print its answer (indented); the answer is
 # also left in $OUT for the checks
@@ -109,13 +113,13 @@ expect() {						# expect WHAT GOT WANT
 	[ "$2" = "$3" ] || die "$1: expected '$3', got '$2'"
 }
 
-# the worker's pick: one job, as id|step|attempt|steps|state|awaited
+# the worker's pick: one job, as id|step|attempt|steps|claim|state|awaited
 pick() {
 	show "worker-1 picks from queue 'default'" <<'SQL'
-SELECT id, step, attempt, steps, state, awaited
+SELECT id, step, attempt, steps, claim, state, awaited
   FROM gen_durable.pick('default', 'worker-1', batch => 1);
 SQL
-	IFS='|' read -r JOB_ID JOB_STEP JOB_ATTEMPT JOB_STEPS _ <<<"$OUT"
+	IFS='|' read -r JOB_ID JOB_STEP JOB_ATTEMPT JOB_STEPS JOB_CLAIM _ <<<"$OUT"
 	[ -n "$OUT" ] || die "pick returned no job"
 }
 # the worker's flush of one outcome object: applied|detail
@@ -138,7 +142,7 @@ echo "== 2. step 'start': the worker parks the order until the payment arrives"
 pick
 expect "first step" "$JOB_ID|$JOB_STEP|$JOB_ATTEMPT" "$ORDER_ID|start|0"
 flush "await signal 'payment', then run step 'charge'" \
-	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"kind\": \"await\", \"names\": [\"payment\"], \"step\": \"charge\"}"
+	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"claim\": $JOB_CLAIM, \"kind\": \"await\", \"names\": [\"payment\"], \"step\": \"charge\"}"
 expect "await" "$OUT" "ok|"
 show "nothing is runnable while it waits" <<'SQL'
 SELECT count(*) FROM gen_durable.pick('default', 'worker-1');
@@ -158,7 +162,7 @@ pick
 expect "charge" "$JOB_STEP|$JOB_ATTEMPT" "charge|0"
 grep -q '"amount": 42' <<<"$OUT" || die "the awaited payload was not handed to the step"
 flush "retry now (delay 0), recording the error" \
-	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"kind\": \"retry\", \"delay\": 0, \"error\": {\"message\": \"card processor timeout\"}}"
+	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"claim\": $JOB_CLAIM, \"kind\": \"retry\", \"delay\": 0, \"error\": {\"message\": \"card processor timeout\"}}"
 expect "retry" "$OUT" "ok|"
 
 echo
@@ -167,7 +171,7 @@ pick
 expect "charge again" "$JOB_STEP|$JOB_ATTEMPT" "charge|1"
 grep -q '"amount": 42' <<<"$OUT" || die "the retried step lost the awaited payload"
 flush "next step 'ship', with the new state" \
-	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"kind\": \"next\", \"step\": \"ship\", \"state\": {\"order_id\": 42, \"charged\": 42}}"
+	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"claim\": $JOB_CLAIM, \"kind\": \"next\", \"step\": \"ship\", \"state\": {\"order_id\": 42, \"charged\": 42}}"
 expect "next" "$OUT" "ok|"
 
 echo
@@ -175,7 +179,7 @@ echo "== 6. step 'ship' finishes the order"
 pick
 expect "ship" "$JOB_STEP|$JOB_ATTEMPT|$JOB_STEPS" "ship|0|2"
 flush "done, with a result" \
-	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"kind\": \"done\", \"result\": {\"tracking\": \"TRACK-42\"}}"
+	"{\"id\": $JOB_ID, \"worker\": \"worker-1\", \"claim\": $JOB_CLAIM, \"kind\": \"done\", \"result\": {\"tracking\": \"TRACK-42\"}}"
 expect "done" "$OUT" "ok|"
 
 echo

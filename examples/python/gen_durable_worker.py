@@ -614,9 +614,18 @@ class Worker:
         job, applied, detail = claim.job, row["applied"], row["detail"]
         if applied == "invalid":
             log.error("%s %d: invalid outcome %s: %s", job.fsm, job.id, outcome, detail)
-            self._outcomes.put((claim, retry(self._backoff(job.attempt),
-                                             {"message": "invalid outcome: %s" % detail})))
             self._free_slot(claim)
+            if getattr(outcome, "replaces_invalid", False):
+                # What the library itself sends is wrong: leave the claim to
+                # expire with its lease rather than flush again and again.
+                log.error("%s %d: left to its lease (the retry replacing an invalid outcome"
+                          " is invalid too)", job.fsm, job.id)
+                with self._lock:
+                    self._forget(claim)
+                return
+            fallback = retry(self._backoff(job.attempt), {"message": "invalid outcome: %s" % detail})
+            fallback.replaces_invalid = True
+            self._outcomes.put((claim, fallback))
             return
         if applied == "stale":
             log.info("%s %d: outcome stale (%s)", job.fsm, job.id, detail)

@@ -4,17 +4,24 @@
 # benchmarks: durable settings (fsync and synchronous_commit on), gen_durable
 # preloaded with its maintenance worker, unix socket only.
 #
-#   test/bench/cluster.sh start DIR PORT   initdb (if needed) and start; as root
-#                                          the server runs as postgres
+#   test/bench/cluster.sh start DIR PORT [NAME=VALUE...]
+#                                          initdb (if needed) and start; as root
+#                                          the server runs as postgres; each
+#                                          NAME=VALUE is one more setting of
+#                                          the new cluster's postgresql.conf
 #   test/bench/cluster.sh stop DIR         stop it (immediate) and remove DIR
 #
-# Clients connect with host=DIR port=PORT user=postgres.
+# Clients connect with host=DIR port=PORT user=postgres.  The end-to-end
+# suites, the demo and the chaos soak add gen_durable.require_claim=on
+# (examples/checkout/harness.sh, test/chaos/run.sh); the benchmarks and the
+# fuzzer do not.
 
 set -euo pipefail
 
 BIN=/usr/lib/postgresql/15/bin
-cmd=${1:?usage: cluster.sh start DIR PORT | stop DIR}
-dir=${2:?usage: cluster.sh start DIR PORT | stop DIR}
+USAGE="usage: cluster.sh start DIR PORT [NAME=VALUE...] | stop DIR"
+cmd=${1:?$USAGE}
+dir=${2:?$USAGE}
 
 as_pg() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -22,7 +29,15 @@ as_pg() {
 
 case "$cmd" in
 	start)
-		port=${3:?usage: cluster.sh start DIR PORT}
+		port=${3:?$USAGE}
+		shift 3
+		for setting in "$@"; do
+			case $setting in
+				*\'*) echo "cluster.sh: '$setting': no quotes, please" >&2; exit 2 ;;
+				[a-z]*=*) ;;
+				*) echo "cluster.sh: '$setting' is not NAME=VALUE" >&2; exit 2 ;;
+			esac
+		done
 		mkdir -p "$dir"
 		[ "$(id -u)" -eq 0 ] && chown postgres "$dir"
 		if [ ! -f "$dir/data/PG_VERSION" ]; then
@@ -39,6 +54,9 @@ shared_buffers = 256MB
 max_connections = 100
 max_wal_size = 4GB
 CONF
+			for setting in "$@"; do
+				printf "%s = '%s'\n" "${setting%%=*}" "${setting#*=}" >>"$dir/data/postgresql.conf"
+			done
 		fi
 		as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
 		;;
@@ -47,7 +65,7 @@ CONF
 		rm -rf "$dir"
 		;;
 	*)
-		echo "usage: cluster.sh start DIR PORT | stop DIR" >&2
+		echo "$USAGE" >&2
 		exit 2
 		;;
 esac

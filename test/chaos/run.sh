@@ -6,7 +6,8 @@
 #                     [--keep] [other chaos.py options]
 #
 # Starts a throwaway cluster (test/bench/cluster.sh: gen_durable preloaded,
-# fsync on, unix socket only) in a temporary directory, runs
+# fsync on, unix socket only, gen_durable.require_claim on: every outcome
+# must name its claim) in a temporary directory, runs
 # test/chaos/chaos.py against it (a mixed workload run by worker processes
 # of test/chaos/chaos_app.py while a seeded chaos loop kills workers, their
 # backends, the maintenance worker and the server), then the invariant
@@ -63,8 +64,9 @@ as_postgres() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$REPO/test/bench/cluster.sh" start "$CLUSTER" "$PORT"
+"$REPO/test/bench/cluster.sh" start "$CLUSTER" "$PORT" "${CLUSTER_SETTINGS[@]}"
 export PGHOST=$CLUSTER PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+check_settings
 sql -c 'CREATE DATABASE chaos'
 export PGDATABASE=chaos
 

@@ -21,9 +21,12 @@
 #       examples/psql/worker.sh finishes a batch of jobs (one retried) and
 #       releases its claim on SIGTERM.
 #
-# Each test runs on a throwaway cluster of its own (test/bench/cluster.sh)
-# and prints one line `e2e <suite>: <test> ... ok` or `... FAILED`, which
-# .ci/run counts; the script exits 1 if any failed.  Run it after make
+# Each test runs on a throwaway cluster of its own (test/bench/cluster.sh,
+# with gen_durable.require_claim on: an outcome sent without its claim is
+# `invalid`, which fails the driver) whose ids start past 2^53, beyond what
+# a JavaScript number holds exactly, and prints one line
+# `e2e <suite>: <test> ... ok` or `... FAILED`, which test/all.sh counts;
+# the script exits 1 if any failed.  Run it after make
 # install, as root (the servers and PgBouncer then run as postgres) or as
 # any other user.  The python suite needs python3-psycopg, --pgbouncer
 # needs pgbouncer; the node suite runs `npm ci` in examples/node when its
@@ -48,13 +51,19 @@ RATE=${E2E_RATE:-200}
 LABEL=$SUITE
 [ $BOUNCER = yes ] && LABEL="$SUITE pgbouncer"
 
-# on_exit: remove the temporary directory; a suite that could not start
-# its tests (a missing app or package) still reports a FAILED line
+# on_exit: stop a cluster a test left running (one killed by a signal)
+# and remove the temporary directory; a suite that could not start its
+# tests (a missing app or package) still reports a FAILED line
 TMP=
 CHECKED=no
 on_exit() {
-	local rc=$?
-	if [ -n "$TMP" ]; then rm -rf "$TMP"; fi
+	local rc=$? c
+	if [ -n "$TMP" ]; then
+		for c in "$TMP"/*/data/postmaster.pid; do
+			if [ -f "$c" ]; then "$REPO/test/bench/cluster.sh" stop "${c%/data/postmaster.pid}"; fi
+		done
+		rm -rf "$TMP"
+	fi
 	if [ $rc -ne 0 ] && [ $CHECKED = no ]; then
 		echo "e2e $LABEL: set-up ... FAILED (exit status $rc)"
 	fi
@@ -88,11 +97,16 @@ chmod 755 "$TMP"				# the server user must reach the clusters inside
 
 # begin DIR: the start of every test: a fresh cluster in DIR with the
 # driver's setup done, and a cleanup (workers, PgBouncer, cluster) for
-# whatever way the test ends
+# whatever way the test ends.  Instance and signal ids start at 2^53 + 1
+# (9007199254740993), where a double no longer holds every integer: an app
+# that rounds an id flushes another instance's outcome (stale, so the run
+# never ends) or signals the wrong one.
 begin() {
 	trap 'rc=$?; if [ $rc -ne 0 ]; then worker_logs; fi; kill_workers; stop_pgbouncer; cluster_down; exit $rc' EXIT
 	cluster_up "$1"
 	driver setup
+	sql -c "SELECT setval(pg_get_serial_sequence('gen_durable.instances', 'id'), 9007199254740992),
+	               setval(pg_get_serial_sequence('gen_durable.signals', 'id'), 9007199254740992)" >/dev/null
 }
 
 # claims_of WORKER_ID: how many instances the worker holds claimed now
@@ -227,7 +241,7 @@ test_kill() {
 	start_worker "$TMP/b/w1"
 	start_worker "$TMP/b/w2"
 	start_drive
-	wait_for_steps 300 60
+	wait_for_steps 300 60 "$DRIVER_PID"
 	local victim=${WORKER_IDS[0]} reaped at killed back held
 	reaped=$(counter reaped_dead_backend)
 	at=$(steps_done)
@@ -257,7 +271,7 @@ test_term() {
 	start_worker "$TMP/c/w1"
 	start_worker "$TMP/c/w2"
 	start_drive
-	wait_for_steps 300 60
+	wait_for_steps 300 60 "$DRIVER_PID"
 	local id=${WORKER_IDS[0]} held left took
 	held=$(claims_of "$id")
 	stop_worker 0
