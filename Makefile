@@ -43,10 +43,6 @@ PGFILEDESC  = "gen_durable - durable execution inside PostgreSQL"
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS  += -Wall -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers
 
-# every object depends on every header (PGXS tracks no header dependencies
-# unless PostgreSQL was configured with --enable-depend)
-$(OBJS): $(wildcard src/*.h)
-
 # pg_regress inputs are every sql/*.sql that is not an install or upgrade script
 REGRESS        = $(sort $(filter-out $(EXTENSION)--%,$(basename $(notdir $(wildcard sql/*.sql)))))
 REGRESS_OPTS   = --temp-instance=./tmp_check --temp-config=test/gen_durable.conf
@@ -58,3 +54,8 @@ PROVE_TESTS    = test/t/*.pl
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# every object depends on every header (PGXS tracks no header dependencies
+# unless PostgreSQL was configured with --enable-depend); after the include,
+# so that PGXS's "all" stays the default goal of a plain make
+$(OBJS): $(wildcard src/*.h)
