@@ -65,12 +65,13 @@ static const struct
 	{"run_maintenance", "gen_durable_admin"},
 	{"reset_stats", "gen_durable_admin"},
 	{"_stats", "gen_durable_admin"},
+	{"_health", "gen_durable_admin"},
 };
 
 /* the relations of the schema, readable by the admin role */
 static const char *const relations[] = {
 	"instances", "signals", "limits", "buckets", "queue_settings", "schedules",
-	"step_history", "stats", "queues", "schedule_status",
+	"step_history", "stats", "queues", "schedule_status", "health",
 };
 
 /*

@@ -187,6 +187,28 @@ async function runUntil(env, taskList, n, counts) {
 	}
 }
 
+// startRunner starts a runner with taskList (the configuration above,
+// events on the emitter given) until stop() is called: for soak.mjs, whose
+// workers run for a time rather than for a number of jobs; stop() stops it
+// gracefully (the pending completion batch is flushed) and ends its pool
+export async function startRunner(env, taskList, events) {
+	const pool = makePool(env, env.concurrency + 1);
+	let runner;
+	try {
+		runner = await run(options(env, pool, taskList, events));
+	} catch (err) {
+		await pool.end();
+		throw err;
+	}
+	return {
+		stop: async () => {
+			await runner.stop();
+			await runner.promise.catch(() => {});
+			await pool.end();
+		},
+	};
+}
+
 // drain runs the no-op task until n jobs succeeded, calling onStart(tag)
 // when each starts if given
 export async function drain(env, n, onStart) {

@@ -111,6 +111,10 @@ function connection() {
 	return c;
 }
 
+// setup starts pg-boss as above; env.pgBoss, when given (soak.mjs), adds
+// to or overrides the constructor's options (env.pgBoss.constructor: for
+// example supervise and its intervals) and the queue's (env.pgBoss.queue:
+// for example deleteAfterSeconds)
 export async function setup(env) {
 	boss = new PgBoss({
 		...connection(),
@@ -121,11 +125,12 @@ export async function setup(env) {
 		registerInstance: false,
 		openTelemetry: { enabled: false },
 		useListenNotify: NOTIFY,
+		...env.pgBoss?.constructor,
 	});
 	boss.on('error', (err) => console.error('pg-boss error:', err.message));
 	boss.on('warning', (w) => console.error('pg-boss warning:', w.message));
 	await boss.start();
-	await boss.createQueue(QUEUE, NOTIFY ? { notify: true } : {});
+	await boss.createQueue(QUEUE, { ...(NOTIFY ? { notify: true } : {}), ...env.pgBoss?.queue });
 }
 
 // producer: a connection of its own (a pg Client, given to insert() as its
@@ -146,6 +151,18 @@ export async function enqueue(env, n) {
 	await enqueueWith(producer, env, n);
 }
 
+// workOptions are the work() options of the workers: batches of BATCH,
+// CONCURRENCY fetch loops, polling at the minimum, burst while batches are
+// full
+function workOptions(env) {
+	return {
+		batchSize: env.batch,
+		pollingIntervalSeconds: POLL_SECONDS,
+		burstWhenBatchFull: true,
+		localConcurrency: env.concurrency,
+	};
+}
+
 // workUntil runs the workers (the options above) with handler(jobs), which
 // returns how many of the batch count as done, until n are counted; then
 // stops pg-boss gracefully (the batch in hand is completed first)
@@ -153,12 +170,7 @@ async function workUntil(env, n, handler) {
 	let done = 0;
 	let reached;
 	const all = new Promise((resolve) => { reached = resolve; });
-	await boss.work(QUEUE, {
-		batchSize: env.batch,
-		pollingIntervalSeconds: POLL_SECONDS,
-		burstWhenBatchFull: true,
-		localConcurrency: env.concurrency,
-	}, async (jobs) => {
+	await boss.work(QUEUE, workOptions(env), async (jobs) => {
 		// (not `done += await ...`: that would read done before the await)
 		const k = await handler(jobs);
 		done += k;
@@ -167,6 +179,15 @@ async function workUntil(env, n, handler) {
 	});
 	await all;
 	await boss.stop({ graceful: true, close: true });
+}
+
+// startWorkers runs the workers (the options above) with handler(jobs)
+// until stop() is called: for soak.mjs, whose workers run for a time rather
+// than for a number of jobs; stop() stops pg-boss gracefully (the batch in
+// hand is completed first) and closes it
+export async function startWorkers(env, handler) {
+	await boss.work(QUEUE, workOptions(env), handler);
+	return { stop: () => boss.stop({ graceful: true, close: true }) };
 }
 
 // drain works until n jobs are done, calling onStart(tag) for each job of
