@@ -149,21 +149,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# gnuplot for the charts, as run.sh installs it
-if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-	echo "== installing gnuplot-nox for the charts" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -q --no-install-recommends gnuplot-nox >/dev/null 2>&1 ||
-		{ apt-get update -q >/dev/null 2>&1 &&
-			apt-get install -y -q --no-install-recommends gnuplot-nox >/dev/null 2>&1; } ||
-		echo "== could not install gnuplot: no charts" >&2
-fi
-
-# the peers and the Node they need, exactly as locked
-if [ ! -x "$HERE/node_modules/.bin/node" ]; then
-	(cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-NODE=$HERE/node_modules/.bin/node
+# gnuplot for the charts, the peers and their Node (tools.sh)
+. "$HERE/tools.sh"
+bench_tools
 
 # the runs: system[:label[:rate]], gen_durable first when a peer needs its rate
 runs=

@@ -5,7 +5,8 @@
 #   use FindBin;
 #   use lib $FindBin::RealBin;
 #   use GdPsql;
-#   my $p = start_psql($node, "SELECT ...;\n", 60);
+#   my $p = start_psql($node, "SELECT ...;\n", 60);       # database postgres
+#   my $p = start_psql($node, "SELECT ...;\n", 60, 'db');  # another one
 #   ... $p->{h} is the IPC::Run harness, $p->{out} and $p->{err} its output.
 
 package GdPsql;
@@ -18,18 +19,18 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_psql);
 
-# start_psql starts psql on database postgres of $node running $script,
-# killed after $seconds (default 60), and feeds it the whole script now
-# (IPC::Run writes input only while it is pumped, and empties the scalar as
-# it goes).
+# start_psql starts psql on database $db (default postgres) of $node
+# running $script, killed after $seconds (default 60), and feeds it the
+# whole script now (IPC::Run writes input only while it is pumped, and
+# empties the scalar as it goes).
 sub start_psql
 {
-	my ($node, $script, $seconds) = @_;
+	my ($node, $script, $seconds, $db) = @_;
 	my %p = (in => $script, out => '', err => '');
 	$p{h} = IPC::Run::start(
 		[
 			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-			'-d', $node->connstr('postgres'), '-f', '-'
+			'-d', $node->connstr($db // 'postgres'), '-f', '-'
 		],
 		'<', \$p{in}, '>', \$p{out}, '2>', \$p{err},
 		IPC::Run::timeout($seconds // 60));

@@ -88,8 +88,8 @@ use strict;
 use warnings FATAL => 'all';
 use PostgreSQL::Test::Utils;
 use Test::More;
-use IPC::Run;
 use Time::HiRes qw(time usleep);
+use GdPsql;
 
 # the engine's tables with their keys, in the order dump_tables lists them
 my @TABLES = (
@@ -171,30 +171,6 @@ SELECT 'applied=' || coalesce(string_agg(applied, ',' ORDER BY id), '')
 	my ($seen)    = $out =~ /^seen=(.*)$/m;
 	my ($applied) = $out =~ /^applied=(.*)$/m;
 	return ($seen // "<no pick: $out>", $applied // "<no flush: $out>");
-}
-
-# _start_psql starts psql on $db of $node running $script in the
-# background, killed after $seconds, and feeds it the whole script now
-# (as GdPsql's start_psql, which serves database postgres only).
-sub _start_psql
-{
-	my ($node, $db, $script, $seconds) = @_;
-	my %p = (in => $script, out => '', err => '');
-	$p{h} = IPC::Run::start(
-		[
-			$node->installed_command('psql'), '-XAtq', '-v', 'ON_ERROR_STOP=1',
-			'-d', $node->connstr($db), '-f', '-'
-		],
-		'<', \$p{in}, '>', \$p{out}, '2>', \$p{err},
-		IPC::Run::timeout($seconds // 60));
-	my $until = time + 10;
-	while ($p{in} ne '' && time < $until)
-	{
-		$p{h}->pump_nb;
-		usleep(1_000);
-	}
-	die "could not feed the script to psql" if $p{in} ne '';
-	return \%p;
 }
 
 sub _id_list
@@ -499,13 +475,13 @@ sub check_workload
 		"$label: its next tick moved on");
 
 	# a long-poll pick is woken by the commit of an insert
-	my $lp = _start_psql(
-		$node, $db, q{
+	my $lp = start_psql(
+		$node, q{
 SELECT id AS lp_id, claim AS lp_claim FROM gen_durable.pick('wl_lp', 'wl-lp', wait => '10 s') \gset
 \echo picked :lp_id
 SELECT applied FROM gen_durable.flush(jsonb_build_array(jsonb_build_object(
   'id', :lp_id, 'worker', 'wl-lp', 'kind', 'done', 'claim', :lp_claim)));
-}, 30);
+}, 30, $db);
 	my $waiting = _poll_within(
 		$node, $db, 10,
 		"SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Extension' "
