@@ -13,6 +13,7 @@ OBJS        = src/gen_durable.o \
               src/spi_util.o \
               src/args.o \
               src/privilege_hint.o \
+              src/insert_spec.o \
               src/insert.o \
               src/signal.o \
               src/pick.o \
@@ -36,6 +37,8 @@ OBJS        = src/gen_durable.o \
               src/wait.o \
               src/await.o \
               src/session.o \
+              src/slots.o \
+              src/utility_hook.o \
               src/launcher.o \
               src/worker.o
 DATA        = $(wildcard sql/$(EXTENSION)--*.sql)

@@ -101,6 +101,21 @@ static GdPlan lock_plan = {
 	{TEXTARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, INT4OID}
 };
 
+/* the columns of lock_plan, in its order */
+typedef enum LockColumn
+{
+	LOCK_KIND = 1,
+	LOCK_KEY,
+	LOCK_RATE,					/* the key's policy (capacity NULL: none) */
+	LOCK_CAPACITY,
+	LOCK_SHARDS,
+	LOCK_WARM,
+	LOCK_SHARD,					/* a locked bucket row (NULL: none) */
+	LOCK_AVAILABLE,
+	LOCK_LAST_REFILL,
+	LOCK_SHARD_CAPACITY
+} LockColumn;
+
 /*
  * step 3: the debits.  Per row: value is the slots taken (conc) or the
  * tokens left (rate); capacity is the shard's share of the limit now;
@@ -359,8 +374,8 @@ read_keys(Admission *a)
 
 	for (r = 0; r < rows; r++)
 	{
-		char	   *kind = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1);
-		char	   *key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2);
+		char	   *kind = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, LOCK_KIND);
+		char	   *key = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, LOCK_KEY);
 		int			idx = find_key(a, strcmp(kind, "rate") == 0, key);
 		KeyState   *k;
 		bool		isnull;
@@ -371,26 +386,26 @@ read_keys(Admission *a)
 		k = &a->keys[idx];
 		if (k->shards == NULL)
 		{
-			d = gd_result_datum(r, 4, &isnull);
+			d = gd_result_datum(r, LOCK_CAPACITY, &isnull);
 			k->configured = !isnull;
 			if (k->configured)
 			{
 				bool		norate;
-				Datum		rate = gd_result_datum(r, 3, &norate);
+				Datum		rate = gd_result_datum(r, LOCK_RATE, &norate);
 
 				k->limit_capacity = DatumGetFloat8(d);
 				k->limit_rate = norate ? 0 : DatumGetFloat8(rate);
-				k->limit_shards = DatumGetInt16(gd_result_datum(r, 5, &isnull));
+				k->limit_shards = DatumGetInt16(gd_result_datum(r, LOCK_SHARDS, &isnull));
 			}
-			k->warm = DatumGetBool(gd_result_datum(r, 6, &isnull));
+			k->warm = DatumGetBool(gd_result_datum(r, LOCK_WARM, &isnull));
 			k->shards = palloc(sizeof(ShardState) * Max(rows, k->configured ? k->limit_shards : 1));
 		}
-		d = gd_result_datum(r, 7, &isnull);
+		d = gd_result_datum(r, LOCK_SHARD, &isnull);
 		if (!isnull)
 		{
 			int16		shard = DatumGetInt16(d);
-			double		available = DatumGetFloat8(gd_result_datum(r, 8, &isnull));
-			Datum		refill = gd_result_datum(r, 9, &isnull);
+			double		available = DatumGetFloat8(gd_result_datum(r, LOCK_AVAILABLE, &isnull));
+			Datum		refill = gd_result_datum(r, LOCK_LAST_REFILL, &isnull);
 
 			if (!k->rate)
 			{
@@ -399,7 +414,7 @@ read_keys(Admission *a)
 				 * shard minted under an older policy (a pick that raced
 				 * set_concurrency_limit) admits by the current one.
 				 */
-				double		stored = DatumGetFloat8(gd_result_datum(r, 10, &isnull));
+				double		stored = DatumGetFloat8(gd_result_datum(r, LOCK_SHARD_CAPACITY, &isnull));
 				double		cap = shard < k->limit_shards
 					? gate_shard_capacity((int) k->limit_capacity, k->limit_shards, shard) : 0;
 
@@ -711,7 +726,7 @@ gd_admit(AdmitCandidate *candidates, int n)
 
 /* admit(): the worker's executing rows, locked, in claim order */
 static GdPlan owned_plan = {
-	"SELECT * FROM ("
+	"SELECT " GD_CANDIDATE_COLUMNS("l") " FROM ("
 	"  SELECT i.id, i.concurrency_key,"
 	"         i.concurrency_key IS NOT NULL AND i.concurrency_shard IS NULL"
 	"           AND EXISTS (SELECT 1 FROM gen_durable.limits g"
@@ -736,8 +751,8 @@ static GdPlan stamp_plan = {
 };
 
 /*
- * gd_read_candidates copies the rows of the last SPI result into
- * candidates: columns id, concurrency_key, gated, rate_limit, weight.
+ * gd_read_candidates copies the rows of the last SPI result, whose first
+ * columns are GD_CANDIDATE_COLUMNS, into candidates.
  */
 AdmitCandidate *
 gd_read_candidates(int rows)
@@ -749,12 +764,14 @@ gd_read_candidates(int rows)
 	{
 		bool		isnull;
 
-		cands[i].id = gd_result_int64(i, 1);
-		cands[i].concurrency_key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		cands[i].gate = DatumGetBool(gd_result_datum(i, 3, &isnull))
+		cands[i].id = gd_result_int64(i, CAND_ID);
+		cands[i].concurrency_key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+												CAND_CONCURRENCY_KEY);
+		cands[i].gate = DatumGetBool(gd_result_datum(i, CAND_GATED, &isnull))
 			? GATE_CONFIGURED : GATE_NONE;
-		cands[i].rate_limit = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4);
-		cands[i].weight = DatumGetFloat8(gd_result_datum(i, 5, &isnull));
+		cands[i].rate_limit = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+										   CAND_RATE_LIMIT);
+		cands[i].weight = DatumGetFloat8(gd_result_datum(i, CAND_WEIGHT, &isnull));
 	}
 	return cands;
 }

@@ -34,6 +34,24 @@ typedef enum AdmitDenial
 	DENIED_CONTENDED			/* admission kept racing other pickers */
 } AdmitDenial;
 
+/*
+ * The columns, in this order, that a statement reading candidates for
+ * gd_read_candidates returns first (pick's candidates, admit()'s owned
+ * rows): GD_CANDIDATE_COLUMNS(t) selects them from the relation named t,
+ * CandidateColumn numbers them.
+ */
+#define GD_CANDIDATE_COLUMNS(t) \
+	t ".id, " t ".concurrency_key, " t ".gated, " t ".rate_limit, " t ".weight"
+
+typedef enum CandidateColumn
+{
+	CAND_ID = 1,
+	CAND_CONCURRENCY_KEY,
+	CAND_GATED,					/* it takes a slot of a configured gate */
+	CAND_RATE_LIMIT,
+	CAND_WEIGHT
+} CandidateColumn;
+
 /* A locked candidate of a pick, in claim order. */
 typedef struct AdmitCandidate
 {

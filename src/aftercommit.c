@@ -32,8 +32,8 @@
 
 #include "aftercommit.h"
 #include "gen_durable.h"
-#include "launcher.h"
 #include "shmem.h"
+#include "slots.h"
 
 /* beyond these, every waiter of the kind in this database is woken */
 #define MAX_PENDING_QUEUES	32

@@ -29,6 +29,7 @@
 #include "launcher.h"
 #include "privilege_hint.h"
 #include "shmem.h"
+#include "utility_hook.h"
 
 PG_MODULE_MAGIC;
 
@@ -133,4 +134,5 @@ _PG_init(void)
 
 	gd_shmem_install_hooks();
 	gd_launcher_install();
+	gd_utility_hook_install();
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * insert.h
- *		Insert specs: what insert(), insert_many() and (later) spawned
- *		children are made from.
+ *		Writing insert specs: the batch insert that insert_many(), spawned
+ *		children and schedule ticks share.
  *
  * IDENTIFICATION
  *		src/insert.h
@@ -14,33 +14,9 @@
 
 #include "postgres.h"
 
-#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-/* A validated, normalised request to create one instance. */
-typedef struct InsertSpec
-{
-	char	   *fsm;
-	int32		fsm_version;
-	char	   *step;
-	Jsonb	   *state;			/* a JSON object */
-	char	   *queue;
-	int32		priority;		/* fits smallint */
-	TimestampTz eligible_at;
-	char	   *correlation_key;	/* NULL = none */
-	char	   *scope;			/* status labels joined by ',', "" = empty */
-	char	   *concurrency_key;	/* NULL = none */
-	char	   *rate_limit;		/* NULL = none */
-	double		weight;			/* > 0 */
-	int32		max_attempts;	/* >= 1 */
-	int32		max_steps;		/* >= 1, or 0 for no budget */
-	Jsonb	   *metadata;		/* a JSON object, or NULL */
-	int64		parent_id;		/* spawned children: the parent, else 0 */
-	int32		child_index;	/* spawned children: position in the round */
-	int32		parent_round;	/* spawned children: the parent's round */
-	int			history;		/* record the step history: 1 or 0, or -1 for
-								 * the queue's setting */
-} InsertSpec;
+#include "insert_spec.h"
 
 /* what inserting a batch of specs did, per spec */
 typedef struct InsertResult
@@ -50,8 +26,6 @@ typedef struct InsertResult
 	bool	   *idnull;			/* no id: a duplicate whose occupant is gone */
 } InsertResult;
 
-extern void gd_spec_from_json(JsonbContainer *obj, int ord, TimestampTz now,
-							  InsertSpec *spec);
 extern void gd_insert_specs(InsertSpec *specs, int n, TimestampTz now,
 							InsertResult *result);
 

@@ -21,12 +21,8 @@
  *		- a database that no longer exists loses its slot.
  *		Workers are dynamic and BGW_NEVER_RESTART: the launcher alone decides
  *		when they run (after a crash restart the launcher probes again).
- *
- *		Commands that need a database without other connections (DROP,
- *		RENAME, SET TABLESPACE, use as a template) would fail on the
- *		worker's connection: the utility hook stops that database's worker
- *		first and holds its restart back for GD_PAUSE_MS.  DROP EXTENSION
- *		wakes the worker so that it notices and exits at once.
+ *		The slots themselves are slots.c's; the commands that stop or wake
+ *		a worker, utility_hook.c's.
  *
  * IDENTIFICATION
  *		src/launcher.c
@@ -35,86 +31,36 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
-#include "commands/dbcommands.h"
-#include "commands/defrem.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
-#include "storage/procarray.h"
-#include "tcop/utility.h"
-#include "utils/acl.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
 #include "aftercommit.h"
-#include "gen_durable.h"
 #include "launcher.h"
 #include "shmem.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_start_worker);
 
 /* how long a failed worker waits before the launcher starts it again */
 #define GD_RESTART_DELAY_MS		1000
 
-/* how long a database command holds the worker back */
-#define GD_PAUSE_MS				10000
-
 /* the launcher's longest sleep */
 #define GD_LAUNCHER_NAP_MS		5000
 
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
 /* the launcher's handles of the workers it started, by slot */
 static BackgroundWorkerHandle *handles[GD_MAX_DATABASES];
-
-/*
- * gd_want_worker marks a database as having the extension and wakes the
- * launcher (and the worker, if running, so it re-reads its state).  Called
- * after commit of CREATE/ALTER EXTENSION.
- */
-void
-gd_want_worker(Oid dboid)
-{
-	GdDatabase *db;
-	int			i;
-
-	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
-	db = gd_find_database(dboid);
-	for (i = 0; db == NULL && i < GD_MAX_DATABASES; i++)
-		if (gd_shared->databases[i].dboid == InvalidOid)
-		{
-			db = &gd_shared->databases[i];
-			memset(db, 0, sizeof(GdDatabase));
-			db->dboid = dboid;
-		}
-	if (db != NULL)
-	{
-		db->wanted = true;
-		db->start_after = 0;
-		if (db->pid != 0)
-			gd_set_proc_latch(db->pgprocno);
-	}
-	if (gd_shared->launcher_pid != 0)
-		gd_set_proc_latch(gd_shared->launcher_pgprocno);
-	LWLockRelease(gd_shared->lock);
-
-	if (db == NULL)
-		ereport(WARNING,
-				(errmsg("gen_durable cannot run a maintenance worker for more than %d databases",
-						GD_MAX_DATABASES),
-				 errhint("Call gen_durable.run_maintenance() from a scheduler in that database.")));
-}
 
 /*
  * gen_durable_start_worker implements gen_durable._start_worker(), called
@@ -130,109 +76,8 @@ gen_durable_start_worker(PG_FUNCTION_ARGS)
 }
 
 /*
- * pause_worker stops the worker of a database for a command that needs the
- * database to itself, and holds its restart back.  It waits (up to 5 s)
- * for the worker to be gone.
- */
-static void
-pause_worker(const char *dbname)
-{
-	Oid			dboid = get_database_oid(dbname, true);
-	GdDatabase *db;
-	pid_t		pid = 0;
-	int			i;
-
-	/* only for someone the command itself would allow */
-	if (dboid == InvalidOid || !pg_database_ownercheck(dboid, GetUserId()))
-		return;
-	LWLockAcquire(gd_shared->lock, LW_EXCLUSIVE);
-	db = gd_find_database(dboid);
-	if (db != NULL)
-	{
-		db->start_after = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GD_PAUSE_MS);
-		pid = db->pid;
-	}
-	LWLockRelease(gd_shared->lock);
-	if (pid == 0)
-		return;
-
-	kill(pid, SIGTERM);
-	for (i = 0; i < 500 && BackendPidGetProc(pid) != NULL; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		pg_usleep(10000L);
-	}
-}
-
-/*
- * has_option returns the value of a command's option, or NULL.
- */
-static char *
-has_option(List *options, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, options)
-	{
-		DefElem    *opt = lfirst_node(DefElem, lc);
-
-		if (strcmp(opt->defname, name) == 0)
-			return opt->arg != NULL ? defGetString(opt) : "";
-	}
-	return NULL;
-}
-
-/*
- * gd_process_utility stops or wakes workers around the commands that
- * concern them, then runs the command.
- */
-static void
-gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
-				   ProcessUtilityContext context, ParamListInfo params,
-				   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *stmt = pstmt->utilityStmt;
-	char	   *created = NULL;
-
-	if (IsA(stmt, DropdbStmt))
-		pause_worker(((DropdbStmt *) stmt)->dbname);
-	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
-		pause_worker(((RenameStmt *) stmt)->subname);
-	else if (IsA(stmt, AlterDatabaseStmt) &&
-			 has_option(((AlterDatabaseStmt *) stmt)->options, "tablespace"))
-		pause_worker(((AlterDatabaseStmt *) stmt)->dbname);
-	else if (IsA(stmt, CreatedbStmt))
-	{
-		char	   *template = has_option(((CreatedbStmt *) stmt)->options, "template");
-
-		pause_worker(template ? template : "template1");
-		created = ((CreatedbStmt *) stmt)->dbname;
-	}
-	else if (IsA(stmt, DropStmt) && ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
-	{
-		ListCell   *lc;
-
-		/* after commit the worker wakes, sees the extension gone and exits */
-		foreach(lc, ((DropStmt *) stmt)->objects)
-			if (strcmp(strVal(lfirst(lc)), "gen_durable") == 0)
-				gd_wake_worker();
-	}
-
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-
-	/* a copy of a template with the extension needs its worker too */
-	if (created != NULL)
-		gd_worker_wanted(get_database_oid(created, false));
-}
-
-/*
- * gd_launcher_install registers the launcher and the utility hook; called
- * from _PG_init while preloading.
+ * gd_launcher_install registers the launcher; called from _PG_init while
+ * preloading.
  */
 void
 gd_launcher_install(void)
@@ -248,9 +93,6 @@ gd_launcher_install(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "gen_durable launcher");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "gen_durable launcher");
 	RegisterBackgroundWorker(&worker);
-
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = gd_process_utility;
 }
 
 /*

@@ -16,7 +16,6 @@
 #include "postgres.h"
 
 extern void gd_launcher_install(void);
-extern void gd_want_worker(Oid dboid);
 
 PGDLLEXPORT void gd_launcher_main(Datum main_arg) pg_attribute_noreturn();
 PGDLLEXPORT void gd_worker_main(Datum main_arg) pg_attribute_noreturn();

@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * maintenance.c
- *		The housekeeping sweeps: reaper, await timeouts and GC (and, in
- *		run_maintenance(), the limiter's buckets and the schedules).
+ *		The housekeeping sweeps: reaper, await timeouts and GC, and the
+ *		list of every sweep of a round (gd_sweeps: these three, the
+ *		limiter's buckets and the schedules), which run_maintenance() and
+ *		the maintenance worker both run.
  *
  *		Each sweep selects its rows ORDER BY id FOR NO KEY UPDATE SKIP
  *		LOCKED and updates that set (I-22): it never waits, so it cannot
@@ -126,23 +128,39 @@ static GdPlan gc_plan = {
 	NULL, true
 };
 
+/* the least time between two repairs of the limiter's buckets by the
+ * worker: they are a safety net, not a hot path */
+#define GD_BUCKET_SWEEP_MS	1000
+
 /*
- * gd_sweep_reaper returns expired claims to runnable, or fails them when
- * their attempts have run out; with sessions, also the claims of sessions
- * that are no longer connected (session.c).
+ * gd_sweep_next keeps the earliest deadline a sweep found (0 = none).
  */
 void
-gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
+gd_sweep_next(SweepRound *round, TimestampTz when)
+{
+	if (when != 0 && (round->next == 0 || when < round->next))
+		round->next = when;
+}
+
+/*
+ * sweep_reaper returns expired claims to runnable, or fails them when
+ * their attempts have run out; with shared memory, also the claims of
+ * sessions that are no longer connected (session.c).
+ */
+static void
+sweep_reaper(TimestampTz now, SweepRound *round)
 {
 	Datum		values[3];
 	Settled		settled;
 	HeldSlots	slots;
+	int64		reaped = 0;
+	int64		lease_failed = 0;
 	int			rows;
 	int			i;
 
 	values[0] = TimestampTzGetDatum(now);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
-	values[2] = BoolGetDatum(sessions && gd_shmem_ready());
+	values[2] = BoolGetDatum(gd_shmem_ready());
 	rows = gd_execute(&reaper_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
 	gd_slots_init(&slots);
 	gd_settled_init(&settled, rows, &slots);
@@ -156,11 +174,11 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 		gd_slots_add_result(&slots, i, 8, 9);
 		if (!DatumGetBool(gd_result_datum(i, 2, &isnull)))
 		{
-			counts->reaped++;
+			reaped++;
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
 			continue;
 		}
-		counts->lease_failed++;
+		lease_failed++;
 		/* a freed concurrency key lets the queue's next row with it run */
 		if (DatumGetBool(gd_result_datum(i, 6, &isnull)))
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4));
@@ -171,18 +189,20 @@ gd_sweep_reaper(TimestampTz now, bool sessions, SweepCounts *counts)
 			gd_settled_add(&settled, gd_result_int64(i, 1), DatumGetInt64(parent),
 						   DatumGetInt32(gd_result_datum(i, 7, &isnull)), true);
 	}
-	gd_count(GD_STAT_REAPED, counts->reaped);
-	gd_count(GD_STAT_LEASE_FAILED, counts->lease_failed);
+	round->reaped += reaped;
+	round->lease_failed += lease_failed;
+	gd_count(GD_STAT_REAPED, reaped);
+	gd_count(GD_STAT_LEASE_FAILED, lease_failed);
 	gd_settle(&settled, now);
 	/* the worker never waits for a row (I-22): a busy shard is repaired later */
 	gd_credit_slots(&slots, false);
 }
 
 /*
- * gd_sweep_timeouts wakes parked instances whose await deadline passed.
+ * sweep_timeouts wakes parked instances whose await deadline passed.
  */
-void
-gd_sweep_timeouts(TimestampTz now, SweepCounts *counts)
+static void
+sweep_timeouts(TimestampTz now, SweepRound *round)
 {
 	Datum		values[2];
 	int			rows;
@@ -193,15 +213,15 @@ gd_sweep_timeouts(TimestampTz now, SweepCounts *counts)
 	rows = gd_execute(&timeouts_plan, values, NULL, SPI_OK_UPDATE_RETURNING);
 	for (i = 0; i < rows; i++)
 		gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	counts->timeouts += rows;
+	round->timeouts += rows;
 	gd_count(GD_STAT_TIMEOUTS_FIRED, rows);
 }
 
 /*
- * gd_sweep_gc deletes terminal instances older than the retention.
+ * sweep_gc deletes terminal instances older than the retention.
  */
-void
-gd_sweep_gc(TimestampTz now, SweepCounts *counts)
+static void
+sweep_gc(TimestampTz now, SweepRound *round)
 {
 	Datum		values[2];
 	int			rows;
@@ -209,9 +229,46 @@ gd_sweep_gc(TimestampTz now, SweepCounts *counts)
 	values[0] = TimestampTzGetDatum(now - (TimestampTz) gen_durable_retention * USECS_PER_SEC);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
 	rows = gd_execute(&gc_plan, values, NULL, SPI_OK_DELETE);
-	counts->gc_deleted += rows;
+	round->gc_deleted += rows;
 	gd_count(GD_STAT_GC_DELETED, rows);
 }
+
+/*
+ * sweep_buckets runs rate-bucket GC and the gate reconcile (buckets.c).
+ */
+static void
+sweep_buckets(TimestampTz now, SweepRound *round)
+{
+	gd_sweep_buckets(now, &round->buckets);
+}
+
+/*
+ * sweep_schedules fires the due ticks of recurring schedules (schedule.c)
+ * and notes the next tick.
+ */
+static void
+sweep_schedules(TimestampTz now, SweepRound *round)
+{
+	TimestampTz next;
+
+	round->schedules_fired += gd_sweep_schedules(now, &next);
+	gd_sweep_next(round, next);
+}
+
+/*
+ * Every sweep of a round, in order.  The worker bounds the row-lock waits
+ * of all but the await timeouts, which update only the rows they locked
+ * (worker.c, limit_lock_waits).
+ */
+const GdSweep gd_sweeps[] = {
+	{sweep_reaper, "gen_durable: reaper", true, 0},
+	{sweep_timeouts, "gen_durable: await timeouts", false, 0},
+	{sweep_gc, "gen_durable: gc", true, 0},
+	{sweep_buckets, "gen_durable: limiter buckets", true, GD_BUCKET_SWEEP_MS},
+	{sweep_schedules, "gen_durable: schedules", true, 0},
+};
+
+const int	gd_nsweeps = lengthof(gd_sweeps);
 
 /*
  * gen_durable_run_maintenance implements gen_durable.run_maintenance():
@@ -221,21 +278,16 @@ Datum
 gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	SweepCounts counts = {0};
-	BucketCounts buckets = {0};
-	TimestampTz next_tick;
-	int64		fired;
+	SweepRound	round = {0};
 	char	   *json;
+	int			i;
 
 	gd_require_read_committed("run_maintenance");
 	gd_connect();
-	gd_sweep_reaper(now, true, &counts);
-	gd_sweep_timeouts(now, &counts);
-	gd_sweep_gc(now, &counts);
-	gd_sweep_buckets(now, &buckets);
-	fired = gd_sweep_schedules(now, &next_tick);
-	if (next_tick != 0)
-		gd_deadline(next_tick);
+	for (i = 0; i < gd_nsweeps; i++)
+		gd_sweeps[i].run(now, &round);
+	if (round.next != 0)
+		gd_deadline(round.next);
 	gd_finish();
 
 	json = psprintf("{\"reaped\": " INT64_FORMAT ", \"lease_failed\": " INT64_FORMAT
@@ -243,7 +295,8 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 					", \"buckets_swept\": " INT64_FORMAT
 					", \"gate_shards_repaired\": " INT64_FORMAT
 					", \"schedules_fired\": " INT64_FORMAT "}",
-					counts.reaped, counts.lease_failed, counts.timeouts, counts.gc_deleted,
-					buckets.buckets_swept, buckets.gate_shards_repaired, fired);
+					round.reaped, round.lease_failed, round.timeouts, round.gc_deleted,
+					round.buckets.buckets_swept, round.buckets.gate_shards_repaired,
+					round.schedules_fired);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 }

@@ -21,7 +21,7 @@
 
 #include "args.h"
 #include "gen_durable.h"
-#include "insert.h"
+#include "insert_spec.h"
 #include "outcome.h"
 
 static const char *const next_keys[] = {

@@ -76,7 +76,7 @@ PG_FUNCTION_INFO_V1(gen_durable_pick);
  * hash join on stale statistics once sorted a whole 100,000-row queue).
  */
 static GdPlan candidates_plan = {
-	"SELECT c.id, c.concurrency_key, c.gated, c.rate_limit, c.weight FROM ("
+	"SELECT " GD_CANDIDATE_COLUMNS("c") " FROM ("
 	"  SELECT l.*, pg_catalog.row_number() OVER"
 	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn"
 	"    FROM (SELECT i.id, i.concurrency_key, g.gated, i.rate_limit,"

@@ -40,6 +40,7 @@
 #include "cron.h"
 #include "gen_durable.h"
 #include "insert.h"
+#include "insert_spec.h"
 #include "schedule.h"
 #include "spi_util.h"
 

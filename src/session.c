@@ -37,6 +37,7 @@
 #include "gen_durable.h"
 #include "session.h"
 #include "shmem.h"
+#include "slots.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_session_alive);
 

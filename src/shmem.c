@@ -166,21 +166,6 @@ gd_set_proc_latch(int pgprocno)
 }
 
 /*
- * gd_find_database returns the worker slot of a database, or NULL.  The
- * caller holds gd_shared->lock.
- */
-GdDatabase *
-gd_find_database(Oid dboid)
-{
-	int			i;
-
-	for (i = 0; i < GD_MAX_DATABASES; i++)
-		if (gd_shared->databases[i].dboid == dboid)
-			return &gd_shared->databases[i];
-	return NULL;
-}
-
-/*
  * gd_queue_hash is how pick waiters and committers name a queue in shared
  * memory (a collision only causes a spurious wake-up).
  */

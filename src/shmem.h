@@ -82,7 +82,7 @@ typedef struct GdWaiter
 	int64		instance_id;	/* GD_WAIT_AWAIT */
 } GdWaiter;
 
-/* the maintenance worker of one database */
+/* the maintenance worker of one database (slots.c) */
 typedef struct GdDatabase
 {
 	Oid			dboid;			/* InvalidOid = free slot */
@@ -138,7 +138,6 @@ extern bool gd_shmem_ready(void);
 extern void gd_require_shmem(const char *what);
 
 extern GdWaiter *gd_waiter_slot(int pgprocno);
-extern GdDatabase *gd_find_database(Oid dboid);
 extern uint32 gd_queue_hash(const char *queue);
 extern pg_atomic_uint64 *gd_session_slot(int pgprocno);
 extern void gd_set_proc_latch(int pgprocno);

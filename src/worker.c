@@ -3,10 +3,11 @@
  * worker.c
  *		The maintenance worker of one database (started by launcher.c).
  *
- *		Each round runs every sweep in its own short transaction: the
- *		reaper (expired leases and claims of disconnected sessions), await
- *		timeouts, GC, the limiter's buckets (at most once a second),
- *		due-time pokes (queues whose scheduled rows fell due
+ *		Each round runs every sweep in its own short transaction: those
+ *		of maintenance.c's gd_sweeps (the reaper of expired leases and
+ *		claims of disconnected sessions, await timeouts, GC, the limiter's
+ *		buckets at most once a second, the schedules), then the worker's
+ *		own pokes: due-time pokes (queues whose scheduled rows fell due
  *		since the last round wake their long-poll pickers) and the NOTIFY
  *		pokes of queues made runnable by commits (at most one per queue per
  *		GD_POKE_WINDOW_MS, contract D17).  An error in one sweep is logged
@@ -48,12 +49,11 @@
 #include "utils/snapmgr.h"
 
 #include "aftercommit.h"
-#include "buckets.h"
 #include "gen_durable.h"
 #include "launcher.h"
 #include "maintenance.h"
-#include "schedule.h"
 #include "shmem.h"
+#include "slots.h"
 #include "spi_util.h"
 
 /* at most one NOTIFY per queue per window */
@@ -72,9 +72,6 @@
 /* the longest back-off for a deadline that cannot be acted on yet */
 #define GD_MAX_PAST_DUE_SLEEP_MS	1000
 
-/* the least time between two repairs of the limiter's buckets */
-#define GD_BUCKET_SWEEP_MS	1000
-
 /* the shortest sleep after a round that had an error */
 #define GD_ERROR_BACKOFF_MS 1000
 
@@ -82,8 +79,7 @@
 /* what one round learnt */
 typedef struct Round
 {
-	TimestampTz now;
-	TimestampTz next;			/* earliest deadline found */
+	SweepRound	sweeps;			/* what the sweeps did, the earliest deadline */
 	bool		failed;
 } Round;
 
@@ -147,16 +143,6 @@ static TimestampTz last_due_check = 0;
 static TimestampTz last_notify = 0;
 
 /*
- * earlier keeps the earliest of two deadlines (0 = none).
- */
-static void
-earlier(TimestampTz *into, TimestampTz when)
-{
-	if (when != 0 && (*into == 0 || when < *into))
-		*into = when;
-}
-
-/*
  * limit_lock_waits bounds, for the rest of the current transaction, how
  * long a sweep waits for a row lock.  The sweeps select their rows with
  * SKIP LOCKED (I-22), but their riders do not: a child the reaper fails
@@ -176,78 +162,11 @@ limit_lock_waits(void)
 }
 
 /*
- * sweep_reaper returns expired claims and those of exited backends.
- */
-static void
-sweep_reaper(Round *r)
-{
-	SweepCounts counts = {0};
-
-	limit_lock_waits();
-	gd_sweep_reaper(r->now, true, &counts);
-}
-
-/*
- * sweep_timeouts wakes parked instances whose await deadline passed.
- */
-static void
-sweep_timeouts(Round *r)
-{
-	SweepCounts counts = {0};
-
-	gd_sweep_timeouts(r->now, &counts);
-}
-
-/*
- * sweep_gc deletes terminal rows past the retention.
- */
-static void
-sweep_gc(Round *r)
-{
-	SweepCounts counts = {0};
-
-	limit_lock_waits();
-	gd_sweep_gc(r->now, &counts);
-}
-
-/*
- * sweep_buckets runs rate-bucket GC and the gate reconcile (buckets.c),
- * at most once per GD_BUCKET_SWEEP_MS: they are a safety net, not a hot
- * path.
- */
-static void
-sweep_buckets(Round *r)
-{
-	static TimestampTz last = 0;
-	BucketCounts counts = {0};
-
-	if (last != 0 && !TimestampDifferenceExceeds(last, r->now, GD_BUCKET_SWEEP_MS))
-		return;
-	last = r->now;
-	limit_lock_waits();
-	gd_sweep_buckets(r->now, &counts);
-}
-
-/*
- * sweep_schedules fires the due ticks of recurring schedules and notes
- * the next tick.
- */
-static void
-sweep_schedules(Round *r)
-{
-	TimestampTz next;
-
-	limit_lock_waits();
-	(void) gd_sweep_schedules(r->now, &next);
-	earlier(&r->next, next);
-}
-
-/*
  * sweep_due wakes the pickers of queues whose scheduled rows fell due
  * since the last round and finds the next due time and deadlines.
  */
 static void
-sweep_due(Round *r)
+sweep_due(TimestampTz now, SweepRound *round)
 {
 	Datum		values[2];
 	int			rows;
@@ -261,7 +180,7 @@ sweep_due(Round *r)
 	 * seen (an extra poke is harmless).
 	 */
 	values[0] = TimestampTzGetDatum(last_due_check - GD_DUE_OVERLAP_MS * 1000);
-	values[1] = TimestampTzGetDatum(r->now);
+	values[1] = TimestampTzGetDatum(now);
 	rows = gd_execute(&due_plan, values, NULL, SPI_OK_SELECT);
 	for (i = 0; i < rows; i++)
 	{
@@ -269,16 +188,16 @@ sweep_due(Round *r)
 			gd_queue_runnable(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
 		d = gd_result_datum(i, 3, &isnull);
 		if (!isnull)
-			earlier(&r->next, DatumGetTimestampTz(d));
+			gd_sweep_next(round, DatumGetTimestampTz(d));
 	}
-	last_due_check = r->now;
+	last_due_check = now;
 
 	gd_execute(&deadlines_plan, NULL, NULL, SPI_OK_SELECT);
 	for (i = 1; i <= 2; i++)
 	{
 		d = gd_result_datum(0, i, &isnull);
 		if (!isnull)
-			earlier(&r->next, DatumGetTimestampTz(d));
+			gd_sweep_next(round, DatumGetTimestampTz(d));
 	}
 }
 
@@ -286,7 +205,7 @@ sweep_due(Round *r)
  * sweep_notify sends the NOTIFY pokes queued for this database.
  */
 static void
-sweep_notify(Round *r)
+sweep_notify(TimestampTz now, SweepRound *round)
 {
 	Datum	   *queues;
 	int			n = 0;
@@ -296,10 +215,10 @@ sweep_notify(Round *r)
 	if (!gen_durable_notify)
 		return;
 	if (last_notify != 0 &&
-		r->now < TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS))
+		now < TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS))
 	{
 		/* within the window: come back when it ends */
-		earlier(&r->next, TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS));
+		gd_sweep_next(round, TimestampTzPlusMilliseconds(last_notify, GD_POKE_WINDOW_MS));
 		return;
 	}
 
@@ -328,27 +247,54 @@ sweep_notify(Round *r)
 		gd_execute(&notify_plan, values, NULL, SPI_OK_SELECT);
 	}
 	gd_count(GD_STAT_NOTIFIES_SENT, n);
-	last_notify = r->now;
+	last_notify = now;
+}
+
+/* the worker's own sweeps, run after gd_sweeps: its pokes */
+static const GdSweep pokes[] = {
+	{sweep_due, "gen_durable: due-time pokes", false, 0},
+	{sweep_notify, "gen_durable: notify", false, 0},
+};
+
+/*
+ * paced_out says whether a sweep with an interval ran too recently to run
+ * again now; otherwise it records that the sweep runs now.
+ */
+static bool
+paced_out(const GdSweep *sweep, TimestampTz *last_run, TimestampTz now)
+{
+	if (sweep->interval_ms > 0 && *last_run != 0 &&
+		!TimestampDifferenceExceeds(*last_run, now, sweep->interval_ms))
+		return true;
+	*last_run = now;
+	return false;
 }
 
 /*
  * run_step runs one sweep in its own transaction; an error is logged,
- * counted and rolled back, and the round goes on.
+ * counted and rolled back, and the round goes on.  *last_run is when the
+ * sweep last ran, for its interval.
  */
 static void
-run_step(void (*sweep) (Round *r), const char *what, Round *r)
+run_step(const GdSweep *sweep, TimestampTz *last_run, Round *r)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, what);
+	pgstat_report_activity(STATE_RUNNING, sweep->activity);
 	PG_TRY();
 	{
-		r->now = GetCurrentTimestamp();
+		TimestampTz now = GetCurrentTimestamp();
+
 		gd_connect();
-		sweep(r);
+		if (!paced_out(sweep, last_run, now))
+		{
+			if (sweep->bound_lock_waits)
+				limit_lock_waits();
+			sweep->run(now, &r->sweeps);
+		}
 		gd_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
@@ -365,6 +311,19 @@ run_step(void (*sweep) (Round *r), const char *what, Round *r)
 	PG_END_TRY();
 	MemoryContextSwitchTo(oldcontext);
 	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * run_sweeps runs each of n sweeps with run_step; last_run has one entry
+ * per sweep.
+ */
+static void
+run_sweeps(const GdSweep *sweeps, int n, TimestampTz *last_run, Round *r)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		run_step(&sweeps[i], &last_run[i], r);
 }
 
 /*
@@ -470,6 +429,8 @@ gd_worker_main(Datum main_arg)
 {
 	GdDatabase *db;
 	long		past_due_sleep = GD_MIN_SLEEP_MS;
+	TimestampTz *sweeps_run;
+	TimestampTz pokes_run[lengthof(pokes)] = {0};
 
 	my_dboid = DatumGetObjectId(main_arg);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -490,6 +451,7 @@ gd_worker_main(Datum main_arg)
 	if (db == NULL)
 		proc_exit(0);
 	before_shmem_exit(detach, (Datum) 0);
+	sweeps_run = MemoryContextAllocZero(TopMemoryContext, sizeof(TimestampTz) * gd_nsweeps);
 
 	for (;;)
 	{
@@ -531,13 +493,8 @@ gd_worker_main(Datum main_arg)
 
 		if (gen_durable_maintenance_worker)
 		{
-			run_step(sweep_reaper, "gen_durable: reaper", &round);
-			run_step(sweep_timeouts, "gen_durable: await timeouts", &round);
-			run_step(sweep_gc, "gen_durable: gc", &round);
-			run_step(sweep_buckets, "gen_durable: limiter buckets", &round);
-			run_step(sweep_schedules, "gen_durable: schedules", &round);
-			run_step(sweep_due, "gen_durable: due-time pokes", &round);
-			run_step(sweep_notify, "gen_durable: notify", &round);
+			run_sweeps(gd_sweeps, gd_nsweeps, sweeps_run, &round);
+			run_sweeps(pokes, lengthof(pokes), pokes_run, &round);
 			pg_atomic_fetch_add_u64(&gd_shared->counters[GD_STAT_MAINTENANCE_ROUNDS], 1);
 		}
 
@@ -554,9 +511,9 @@ gd_worker_main(Datum main_arg)
 		sleep_ms = gen_durable_maintenance_interval;
 		if (stats_ms > 0)
 			sleep_ms = Min(sleep_ms, stats_ms);
-		if (round.next != 0 && round.next > now)
-			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, round.next) + 1);
-		else if (round.next != 0)
+		if (round.sweeps.next != 0 && round.sweeps.next > now)
+			sleep_ms = Min(sleep_ms, TimestampDifferenceMilliseconds(now, round.sweeps.next) + 1);
+		else if (round.sweeps.next != 0)
 		{
 			/*
 			 * A deadline that has passed but was not acted on (its row is
@@ -566,7 +523,7 @@ gd_worker_main(Datum main_arg)
 			sleep_ms = Min(sleep_ms, past_due_sleep);
 			past_due_sleep = Min(past_due_sleep * 2, GD_MAX_PAST_DUE_SLEEP_MS);
 		}
-		if (round.next == 0 || round.next > now)
+		if (round.sweeps.next == 0 || round.sweeps.next > now)
 			past_due_sleep = GD_MIN_SLEEP_MS;
 		sleep_ms = Max(sleep_ms, round.failed ? GD_ERROR_BACKOFF_MS : GD_MIN_SLEEP_MS);
 
