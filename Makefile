@@ -7,7 +7,7 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.7.0
+EXTVERSION  = 0.8.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
@@ -17,6 +17,10 @@ OBJS        = src/gen_durable.o \
               src/insert.o \
               src/signal.o \
               src/pick.o \
+              src/pick_memory.o \
+              src/job.o \
+              src/claims.o \
+              src/claim_log.o \
               src/admit.o \
               src/credit.o \
               src/limit_policy.o \

@@ -57,6 +57,7 @@
 #include "admit.h"
 #include "aftercommit.h"
 #include "args.h"
+#include "claims.h"
 #include "credit.h"
 #include "gen_durable.h"
 #include "history.h"
@@ -113,7 +114,8 @@ static GdPlan lock_plan = {
 	"                WHERE q.queue = instances.queue AND q.paused_at IS NOT NULL) AS paused,"
 	"       step,"
 	"       COALESCE(history, EXISTS (SELECT 1 FROM gen_durable.queue_settings q"
-	"                                  WHERE q.queue = instances.queue AND q.history))"
+	"                                  WHERE q.queue = instances.queue AND q.history)),"
+	"       ctid"
 	"  FROM gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
@@ -140,14 +142,15 @@ typedef enum UpdateCol
 	UC_ELIGIBLE_AT, UC_LEASE, UC_AWAITS, UC_KEEP_WAKE, UC_DEADLINE,
 	UC_SET_RATE, UC_RATE_LIMIT, UC_WEIGHT, UC_SET_KEY, UC_KEY,
 	UC_FSM_VERSION, UC_RESULT, UC_ERROR, UC_CHILDREN, UC_JOIN, UC_SPAWN_ROUND,
-	UC_SHARD, UC_CLAIM, UC_NCOLS
+	UC_SHARD, UC_CLAIM, UC_TID, UC_SESSION, UC_NCOLS
 } UpdateCol;
 
 static const Oid update_col_types[UC_NCOLS] = {
 	INT8OID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT4OID, INT8OID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, BOOLOID, TIMESTAMPTZOID,
 	BOOLOID, TEXTOID, FLOAT8OID, BOOLOID, TEXTOID,
-	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID, INT2OID, INT8OID
+	INT4OID, JSONBOID, JSONBOID, INT4OID, TEXTOID, INT4OID, INT2OID, INT8OID,
+	TIDOID, INT8OID
 };
 
 static GdPlan update_plan = {
@@ -176,11 +179,13 @@ static GdPlan update_plan = {
 	"                     pg_catalog.unnest($22::text[]), "
 	"                     pg_catalog.unnest($23::int4[]), "
 	"                     pg_catalog.unnest($24::int2[]), "
-	"                     pg_catalog.unnest($25::int8[]))"
+	"                     pg_catalog.unnest($25::int8[]), "
+	"                     pg_catalog.unnest($26::tid[]), "
+	"                     pg_catalog.unnest($27::int8[]))"
 	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
 	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
 	"         concurrency_key, fsm_version, result, error, children, join_policy,"
-	"         spawn_round, shard, claim)"
+	"         spawn_round, shard, claim, tid, session)"
 	"), s AS ("
 	"  SELECT COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE history), '{}') AS history_queues,"
 	"         COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE paused_at IS NOT NULL), '{}')"
@@ -195,8 +200,10 @@ static GdPlan update_plan = {
 	"         steps = i.steps + o.steps,"
 	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
 	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
-	"         claim_session = CASE WHEN o.status = 'executing' THEN i.claim_session END,"
-	"         claim = i.claim + CASE WHEN o.status = 'executing' THEN 1 ELSE 0 END,"
+	"         claim_session = CASE WHEN o.status = 'executing'"
+	"                              THEN COALESCE(o.session, i.claim_session) END,"
+	"         claim = CASE WHEN o.tid IS NOT NULL THEN o.claim ELSE i.claim END"
+	"                 + CASE WHEN o.status = 'executing' THEN 1 ELSE 0 END,"
 	"         lease_expires_at = o.lease,"
 	"         awaits = CASE WHEN o.keep_wake THEN i.awaits"
 	"                       WHEN o.awaits IS NOT NULL THEN"
@@ -218,11 +225,12 @@ static GdPlan update_plan = {
 	"         children_total = COALESCE(o.children, i.children_total),"
 	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
 	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
-	"         updated_at = $26"
+	"         updated_at = $28"
 	"    FROM o, s"
-	"   WHERE i.id = o.id AND i.locked_by = o.worker"
-	"     AND (o.claim IS NULL OR i.claim = o.claim)"
-	"     AND (NOT $27 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
+	"   WHERE i.id = o.id"
+	"     AND CASE WHEN o.tid IS NOT NULL THEN i.ctid = o.tid AND i.status = 'runnable'"
+	"              ELSE i.locked_by = o.worker AND (o.claim IS NULL OR i.claim = o.claim) END"
+	"     AND (NOT $29 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
 	"                      AND i.presented IS NULL"
 	"                      AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues))"
 	"                      AND (o.status <> 'executing' OR i.queue <> ALL (s.paused_queues))"
@@ -235,13 +243,13 @@ static GdPlan update_plan = {
 	"            i.queue, i.concurrency_key"
 	")"
 	"SELECT id, job, queue, concurrency_key FROM u",
-	27,
+	29,
 	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
 		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
 		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
 		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
 	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	INT2ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID}
+	INT2ARRAYOID, INT8ARRAYOID, TIDARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID}
 };
 
 static GdPlan recheck_plan = {
@@ -279,6 +287,7 @@ typedef struct LockedRow
 	bool		paused;			/* its queue is paused: no inline continue */
 	char	   *step;			/* the step that ran */
 	bool		history;		/* it records its step history */
+	ItemPointerData ctid;		/* the version locked */
 } LockedRow;
 
 /* what flush decided to write for an owned entry */
@@ -312,6 +321,8 @@ typedef struct Entry
 	bool		written;		/* its row is updated (by either path) */
 	bool		has_shard;		/* continue: the slot admission gave it ... */
 	int16		shard;			/* ... of this shard */
+	bool		mem;			/* its claim is in memory, settling (claims.h): */
+	GdClaim		claim;			/* ... this one */
 } Entry;
 
 /*
@@ -365,6 +376,7 @@ read_locked(int rows)
 		l->paused = DatumGetBool(gd_result_datum(r, 16, &isnull));
 		l->step = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 17);
 		l->history = DatumGetBool(gd_result_datum(r, 18, &isnull));
+		l->ctid = *(ItemPointer) DatumGetPointer(gd_result_datum(r, 19, &isnull));
 	}
 	return out;
 }
@@ -414,8 +426,15 @@ decide(Entry *e, LockedRow *rows, int nrows)
 	if (r == NULL || strcmp(r->status, "executing") != 0 ||
 		r->locked_by == NULL || strcmp(r->locked_by, o->worker) != 0)
 	{
+		GdClaim		held;
+
 		e->applied = "stale";
 		e->detail = r == NULL ? "no such instance" : "the claim is no longer held by this worker";
+		/* the worker holds a later claim in memory */
+		if (r != NULL && o->has_claim && !e->mem && gd_claim_find(o->id, &held) &&
+			strcmp(held.worker, o->worker) == 0)
+			e->detail = psprintf("the outcome is for claim %lld, the instance is now in claim %lld",
+								 (long long) o->claim, (long long) held.claim);
 		return;
 	}
 	if (o->has_claim && r->claim != o->claim)
@@ -527,7 +546,14 @@ add_update(UpdateCols *cols, Entry *e, TimestampTz now)
 
 	set_col(cols, UC_ID, Int64GetDatum(o->id), false);
 	set_col(cols, UC_WORKER, CStringGetTextDatum(o->worker), false);
-	if (o->has_claim)
+	if (e->mem)
+	{
+		set_col(cols, UC_CLAIM, Int64GetDatum(e->claim.claim), false);
+		set_col(cols, UC_TID, PointerGetDatum(&e->claim.tid), false);
+		if (e->claim.session != 0)
+			set_col(cols, UC_SESSION, Int64GetDatum(e->claim.session), false);
+	}
+	else if (o->has_claim)
 		set_col(cols, UC_CLAIM, Int64GetDatum(o->claim), false);
 	/* a spawn whose children all were duplicates runs its next step at once */
 	set_col(cols, UC_STATUS, CStringGetTextDatum(a == ACT_SPAWN && e->landed == 0
@@ -655,6 +681,55 @@ after_commit(Entry *e, TimestampTz now)
 			break;
 		default:
 			break;
+	}
+}
+
+/*
+ * settle_memory_claims begins to settle, for this transaction, every valid
+ * entry's claim that is held in memory (claims.c); such an entry's row is
+ * then runnable, the version its claim names, which the guarded UPDATE
+ * checks instead of the row's claim columns.
+ */
+static void
+settle_memory_claims(Entry **byid, int nvalid)
+{
+	int			i;
+
+	for (i = 0; i < nvalid; i++)
+	{
+		Outcome    *o = byid[i]->o;
+
+		byid[i]->mem = gd_claim_settle(o->id, o->has_claim ? &o->claim : NULL, o->worker,
+									   &byid[i]->claim);
+	}
+}
+
+/*
+ * overlay_memory_claims makes the locked row of each entry settling a claim
+ * in memory look as a row claimed on disk would, when it still is the
+ * version the claim names: executing, by the claim's worker, in its claim.
+ * decide() then judges both kinds alike; a row that changed since (a
+ * cancel, a retry) stays as it is, and the entry is stale.
+ */
+static void
+overlay_memory_claims(Entry **byid, int nvalid, LockedRow *rows, int nrows)
+{
+	int			i;
+
+	for (i = 0; i < nvalid; i++)
+	{
+		Entry	   *e = byid[i];
+		LockedRow  *r;
+
+		if (!e->mem || e->written)
+			continue;
+		r = find_row(rows, nrows, e->o->id);
+		if (r == NULL || strcmp(r->status, "runnable") != 0 ||
+			!ItemPointerEquals(&r->ctid, &e->claim.tid))
+			continue;
+		r->status = "executing";
+		r->locked_by = e->claim.worker;
+		r->claim = e->claim.claim;
 	}
 }
 
@@ -1252,6 +1327,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 
 	gd_connect();
 	applied_init(&applied, n);
+	settle_memory_claims(byid, nvalid);
 	for (i = 0; i < nvalid && fast_kind(byid[i]->o); i++)
 		;
 	if (nvalid > 0 && i == nvalid)
@@ -1272,6 +1348,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		values[1] = PointerGetDatum(gd_array(kinds, NULL, nlocked, TEXTOID));
 		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 		rows = read_locked(nrows);
+		overlay_memory_claims(byid, nvalid, rows, nrows);
 	}
 	for (i = 0; i < n; i++)
 	{
@@ -1286,6 +1363,9 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 	apply(entries, n, byid, nvalid, &applied, now);
 	record_history(entries, n, now);
 	finish(entries, n, byid, nvalid, &applied, now, held_buckets);
+	for (i = 0; i < nvalid; i++)
+		if (byid[i]->mem && byid[i]->written)
+			gd_claim_settled(byid[i]->o->id);
 
 	for (i = 0; i < n; i++)
 	{

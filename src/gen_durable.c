@@ -25,6 +25,8 @@
 #include "utils/guc.h"
 
 #include "aftercommit.h"
+#include "claim_log.h"
+#include "claims.h"
 #include "gen_durable.h"
 #include "launcher.h"
 #include "privilege_hint.h"
@@ -125,14 +127,18 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 
+	gd_claims_define_gucs();
 	MarkGUCPrefixReserved("gen_durable");
 	gd_aftercommit_init();
+	gd_claims_init();
 	gd_privilege_hint_install();
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	gd_shmem_install_hooks();
+	gd_claims_install_hooks();
+	gd_claim_log_register();
 	gd_launcher_install();
 	gd_utility_hook_install();
 }

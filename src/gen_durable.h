@@ -26,15 +26,17 @@
 extern void _PG_init(void);
 
 /* the schema version this library installs */
-#define GD_SCHEMA_VERSION		"0.7.0"
+#define GD_SCHEMA_VERSION		"0.8.0"
 
 /*
  * Every installed schema version whose tables and functions this library's
  * statements work with; the maintenance worker runs on each of them, so
  * the sweeps go on between a server restart on a new build and ALTER
- * EXTENSION UPDATE.  (0.7.0 changed no table or function the C code uses.)
+ * EXTENSION UPDATE.  (0.7.0 changed no table or function the C code uses;
+ * on a schema older than 0.8.0 every claim is written to its row, see
+ * claims.c.)
  */
-#define GD_SCHEMA_VERSIONS_SERVED	{"0.6.0", "0.7.0"}
+#define GD_SCHEMA_VERSIONS_SERVED	{"0.6.0", "0.7.0", "0.8.0"}
 
 /* ---- engine-wide limits ---- */
 

@@ -16,7 +16,8 @@
  *		  worker may send back in its outcome to fence it.
  *		The statements expand it in place rather than calling a function
  *		over the whole row: reading one column of a composite row value
- *		deforms the row again, and a claimed row is wide.
+ *		deforms the row again, and a claimed row is wide.  gd_job_values
+ *		(job.c) reads a job back out of such a statement's row.
  *
  * IDENTIFICATION
  *		src/job.h
@@ -25,6 +26,11 @@
  */
 #ifndef GD_JOB_H
 #define GD_JOB_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "funcapi.h"
 
 #define GD_JOB_COLUMNS(i) \
 	i ".id AS id, " i ".fsm AS fsm, " i ".fsm_version AS fsm_version, " \
@@ -50,9 +56,15 @@
 	i ".correlation_key AS correlation_key, " i ".metadata AS metadata, " \
 	i ".lease_expires_at AS lease_expires_at, " i ".claim AS claim"
 
+/* the number of columns of a job (the type gen_durable.job) */
+#define GD_JOB_NCOLS	16
+
 /* the names GD_JOB_COLUMNS gives its columns, in the same order */
 #define GD_JOB_NAMES \
 	"id, fsm, fsm_version, step, state, attempt, steps, inbox, awaited, children, " \
 	"timed_out, parent_id, correlation_key, metadata, lease_expires_at, claim"
+
+extern void gd_job_values(ReturnSetInfo *rsinfo, SPITupleTable *rows, int row,
+						  Datum *values, bool *nulls);
 
 #endif							/* GD_JOB_H */

@@ -11,6 +11,13 @@
  *		deadlock with outcomes or with another sweep, and a row locked right
  *		now is simply left for the next round.  Each handles at most
  *		gen_durable.gc_batch rows per call.
+ *		- memory claims (0.8.0, claims.h): a claim held in memory whose
+ *		  lease expired, whose session ended, or that is older than
+ *		  gen_durable.memory_claim_max_age is written to its row (executing,
+ *		  with the claim's worker, lease, number and session), so that the
+ *		  reaper, which runs next, treats it as any claim, and a long step
+ *		  leaves the pick index; a claim whose row has changed since (its
+ *		  instance was cancelled) is dropped;
  *		- reaper (T14, D2): an expired claim, or the claim of a session that
  *		  is no longer connected (session.c), returns to runnable with
  *		  attempt + 1, keeping its place; when attempts reach max_attempts
@@ -36,6 +43,7 @@
 
 #include "aftercommit.h"
 #include "buckets.h"
+#include "claims.h"
 #include "gen_durable.h"
 #include "maintenance.h"
 #include "schedule.h"
@@ -128,6 +136,42 @@ static GdPlan gc_plan = {
 	NULL, true
 };
 
+/*
+ * The claims in memory to write to their rows: each one whose row is still
+ * the version it claimed (locked, skipping rows locked now) is written; the
+ * result says, per claim, whether it was written (true) or its row has
+ * changed or gone (false).  The claims of rows locked right now are in
+ * neither, and stay held for the next round.
+ */
+static GdPlan materialize_plan = {
+	"WITH m AS ("
+	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($2::int8[]), pg_catalog.unnest($3::tid[]),"
+	"                           pg_catalog.unnest($4::text[]), pg_catalog.unnest($5::timestamptz[]),"
+	"                           pg_catalog.unnest($6::int8[]), pg_catalog.unnest($7::int8[]))"
+	"    AS m(id, tid, worker, lease, claim, session)"
+	"), l AS ("
+	"  SELECT i.id FROM gen_durable.instances i JOIN m ON i.id = m.id AND i.ctid = m.tid"
+	"   WHERE i.status = 'runnable'"
+	"   ORDER BY i.id FOR NO KEY UPDATE OF i SKIP LOCKED"
+	"), u AS ("
+	"  UPDATE gen_durable.instances i"
+	"     SET status = 'executing', locked_by = m.worker, lease_expires_at = m.lease,"
+	"         claim = m.claim, claim_session = m.session, updated_at = $1"
+	"    FROM m JOIN l ON l.id = m.id"
+	"   WHERE i.id = m.id AND i.ctid = m.tid AND i.status = 'runnable'"
+	"  RETURNING i.id"
+	")"
+	"SELECT id, true FROM u"
+	" UNION ALL "
+	"SELECT m.id, false FROM m"
+	" WHERE NOT EXISTS (SELECT 1 FROM gen_durable.instances i"
+	"                    WHERE i.id = m.id AND i.ctid = m.tid AND i.status = 'runnable')",
+	7,
+	{TIMESTAMPTZOID, INT8ARRAYOID, TIDARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
+	INT8ARRAYOID, INT8ARRAYOID},
+	NULL, true
+};
+
 /* the least time between two repairs of the limiter's buckets by the
  * worker: they are a safety net, not a hot path */
 #define GD_BUCKET_SWEEP_MS	1000
@@ -140,6 +184,64 @@ gd_sweep_next(SweepRound *round, TimestampTz when)
 {
 	if (when != 0 && (round->next == 0 || when < round->next))
 		round->next = when;
+}
+
+/*
+ * sweep_memory_claims writes to their rows the claims in memory that must
+ * outlive memory now (see the file header), and notes when the next one
+ * falls due.
+ */
+static void
+sweep_memory_claims(TimestampTz now, SweepRound *round)
+{
+	GdClaim    *due;
+	TimestampTz next;
+	int			n = gd_claims_to_materialize(now,
+											 TimestampTzPlusMilliseconds(now, -gen_durable_memory_claim_max_age),
+											 &due, &next);
+	Datum	   *cols[6];
+	bool	   *nonull;
+	Datum		values[7];
+	int64		written = 0;
+	int			rows;
+	int			i;
+	int			c;
+
+	gd_sweep_next(round, next);
+	if (n == 0)
+		return;
+	for (c = 0; c < 6; c++)
+		cols[c] = palloc(sizeof(Datum) * n);
+	nonull = palloc0(sizeof(bool) * n);
+	for (i = 0; i < n; i++)
+	{
+		cols[0][i] = Int64GetDatum(due[i].id);
+		cols[1][i] = PointerGetDatum(&due[i].tid);
+		cols[2][i] = CStringGetTextDatum(due[i].worker);
+		cols[3][i] = TimestampTzGetDatum(due[i].lease_expires_at);
+		cols[4][i] = Int64GetDatum(due[i].claim);
+		cols[5][i] = Int64GetDatum(due[i].session);
+	}
+	values[0] = TimestampTzGetDatum(now);
+	values[1] = PointerGetDatum(gd_array(cols[0], NULL, n, INT8OID));
+	values[2] = PointerGetDatum(gd_array(cols[1], NULL, n, TIDOID));
+	values[3] = PointerGetDatum(gd_array(cols[2], NULL, n, TEXTOID));
+	values[4] = PointerGetDatum(gd_array(cols[3], NULL, n, TIMESTAMPTZOID));
+	values[5] = PointerGetDatum(gd_array(cols[4], NULL, n, INT8OID));
+	for (i = 0; i < n; i++)
+		nonull[i] = due[i].session == 0;
+	values[6] = PointerGetDatum(gd_array(cols[5], nonull, n, INT8OID));
+	rows = gd_execute(&materialize_plan, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < rows; i++)
+	{
+		bool		isnull;
+
+		gd_claim_settled(gd_result_int64(i, 1));
+		if (DatumGetBool(gd_result_datum(i, 2, &isnull)))
+			written++;
+	}
+	round->claims_written += written;
+	gd_count(GD_STAT_CLAIMS_WRITTEN, written);
 }
 
 /*
@@ -261,6 +363,7 @@ sweep_schedules(TimestampTz now, SweepRound *round)
  * (worker.c, limit_lock_waits).
  */
 const GdSweep gd_sweeps[] = {
+	{sweep_memory_claims, "gen_durable: memory claims", false, 0},
 	{sweep_reaper, "gen_durable: reaper", true, 0},
 	{sweep_timeouts, "gen_durable: await timeouts", false, 0},
 	{sweep_gc, "gen_durable: gc", true, 0},
@@ -290,12 +393,14 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 		gd_deadline(round.next);
 	gd_finish();
 
-	json = psprintf("{\"reaped\": " INT64_FORMAT ", \"lease_failed\": " INT64_FORMAT
+	json = psprintf("{\"claims_written\": " INT64_FORMAT ", \"reaped\": " INT64_FORMAT
+					", \"lease_failed\": " INT64_FORMAT
 					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT
 					", \"buckets_swept\": " INT64_FORMAT
 					", \"gate_shards_repaired\": " INT64_FORMAT
 					", \"schedules_fired\": " INT64_FORMAT "}",
-					round.reaped, round.lease_failed, round.timeouts, round.gc_deleted,
+					round.claims_written, round.reaped, round.lease_failed, round.timeouts,
+					round.gc_deleted,
 					round.buckets.buckets_swept, round.buckets.gate_shards_repaired,
 					round.schedules_fired);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));

@@ -21,6 +21,7 @@
 /* what the sweeps of one round did, and the earliest deadline they found */
 typedef struct SweepRound
 {
+	int64		claims_written;	/* claims in memory written to their rows */
 	int64		reaped;			/* expired claims returned to runnable */
 	int64		lease_failed;	/* expired claims that ran out of attempts */
 	int64		timeouts;		/* await deadlines fired */

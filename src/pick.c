@@ -52,16 +52,28 @@
 #include "admit.h"
 #include "aftercommit.h"
 #include "args.h"
+#include "claims.h"
 #include "gen_durable.h"
 #include "job.h"
+#include "pick_index.h"
+#include "pick_memory.h"
 #include "session.h"
 #include "spi_util.h"
 #include "wait.h"
 
 PG_FUNCTION_INFO_V1(gen_durable_pick);
 
+/* the columns candidates statements return after GD_CANDIDATE_COLUMNS */
+enum
+{
+	CAND_PRIORITY = CAND_WEIGHT + 1,
+	CAND_ELIGIBLE_AT
+};
+
 /*
- * step 1: lock the candidates, most urgent first.  A row whose concurrency
+ * step 1: lock the candidates, most urgent first, of one kind of row
+ * (pick_index.h): the guarded rows, and the plain rows when this pick
+ * cannot claim them in memory.  A row whose concurrency
  * key names a configured gate is gated: the gate's counters limit it, not
  * the K=1 arbiter, so it skips the arbiter probe, the key lock and the
  * one-per-key window.  Rows that admission could not admit now do not
@@ -75,61 +87,85 @@ PG_FUNCTION_INFO_V1(gen_durable_pick);
  * order, stopped by the LIMIT, whatever the planner thinks of the rows (a
  * hash join on stale statistics once sorted a whole 100,000-row queue).
  */
-static GdPlan candidates_plan = {
-	"SELECT " GD_CANDIDATE_COLUMNS("c") " FROM ("
-	"  SELECT l.*, pg_catalog.row_number() OVER"
-	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn"
-	"    FROM (SELECT i.id, i.concurrency_key, g.gated, i.rate_limit,"
-	"                 i.weight, i.priority, i.eligible_at"
-	"            FROM gen_durable.instances i"
-	"            CROSS JOIN LATERAL (SELECT i.concurrency_key IS NOT NULL"
-	"                                   AND EXISTS (SELECT 1 FROM gen_durable.limits p"
-	"                                                WHERE p.kind = 'conc'"
-	"                                                  AND p.name = i.concurrency_name) AS gated) g"
-	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e"
-	"                                WHERE NOT g.gated"
-	"                                  AND e.concurrency_key = i.concurrency_key"
-	"                                  AND e.status = 'executing'"
-	"                                  AND e.concurrency_key IS NOT NULL"
-	"                                  AND e.concurrency_shard IS NULL"
-	"                                LIMIT 1) k ON true"
-	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
-	"             AND NOT EXISTS (SELECT 1 FROM gen_durable.queue_settings q"
-	"                              WHERE q.queue = $1 AND q.paused_at IS NOT NULL)"
-	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))"
-	"             AND (NOT g.gated"
-	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b"
-	"                                  WHERE b.kind = 'conc' AND b.key = i.concurrency_key)"
-	"                  OR EXISTS (SELECT 1 FROM gen_durable.buckets b"
-	"                               JOIN gen_durable.limits p"
-	"                                 ON p.kind = 'conc' AND p.name = i.concurrency_name"
-	"                              WHERE b.kind = 'conc' AND b.key = i.concurrency_key"
-	"                                AND b.available - b.capacity"
-	"                                    + pg_catalog.floor(p.capacity / p.shards)"
-	"                                    + CASE WHEN b.shard < p.capacity::int % p.shards"
-	"                                           THEN 1 ELSE 0 END >= 1))"
-	"             AND (i.rate_limit IS NULL"
-	"                  OR EXISTS (SELECT 1 FROM gen_durable.limits r"
-	"                              WHERE r.kind = 'rate'"
-	"                                AND r.name = pg_catalog.split_part(i.rate_limit, ':', 1)"
-	"                                AND COALESCE((SELECT pg_catalog.sum(LEAST(r.capacity / r.shards,"
-	"                                                b.available + GREATEST(0, EXTRACT(epoch FROM"
-	"                                                  $2 - b.last_refill)::float8)"
-	"                                                * r.rate / r.shards))"
-	"                                                FROM gen_durable.buckets b"
-	"                                               WHERE b.kind = 'rate' AND b.key = i.rate_limit"
-	"                                                 AND b.shard < r.shards),"
-	"                                             r.capacity) >= i.weight))"
-	"             AND CASE WHEN k.busy IS NOT NULL THEN false"
-	"                      ELSE i.concurrency_key IS NULL OR g.gated"
-	"                           OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS ","
-	"                                pg_catalog.hashtext(i.concurrency_key)) END"
-	"           ORDER BY i.priority, i.eligible_at"
-	"           LIMIT $3"
-	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l"
-	") c"
-	" WHERE c.concurrency_key IS NULL OR c.gated OR c.rn = 1"
-	" ORDER BY c.priority, c.eligible_at, c.id",
+#define CANDIDATES_SQL(kind) \
+	"SELECT " GD_CANDIDATE_COLUMNS("c") ", c.priority, c.eligible_at FROM (" \
+	"  SELECT l.*, pg_catalog.row_number() OVER" \
+	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn" \
+	"    FROM (SELECT i.id, i.concurrency_key, g.gated, i.rate_limit," \
+	"                 i.weight, i.priority, i.eligible_at" \
+	"            FROM gen_durable.instances i" \
+	"            CROSS JOIN LATERAL (SELECT i.concurrency_key IS NOT NULL" \
+	"                                   AND EXISTS (SELECT 1 FROM gen_durable.limits p" \
+	"                                                WHERE p.kind = 'conc'" \
+	"                                                  AND p.name = i.concurrency_name) AS gated) g" \
+	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e" \
+	"                                WHERE NOT g.gated" \
+	"                                  AND e.concurrency_key = i.concurrency_key" \
+	"                                  AND e.status = 'executing'" \
+	"                                  AND e.concurrency_key IS NOT NULL" \
+	"                                  AND e.concurrency_shard IS NULL" \
+	"                                LIMIT 1) k ON true" \
+	"           WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2" \
+	"             AND " kind \
+	"             AND NOT EXISTS (SELECT 1 FROM gen_durable.queue_settings q" \
+	"                              WHERE q.queue = $1 AND q.paused_at IS NOT NULL)" \
+	"             AND ($4::text[] IS NULL OR i.fsm = ANY ($4))" \
+	"             AND (NOT g.gated" \
+	"                  OR NOT EXISTS (SELECT 1 FROM gen_durable.buckets b" \
+	"                                  WHERE b.kind = 'conc' AND b.key = i.concurrency_key)" \
+	"                  OR EXISTS (SELECT 1 FROM gen_durable.buckets b" \
+	"                               JOIN gen_durable.limits p" \
+	"                                 ON p.kind = 'conc' AND p.name = i.concurrency_name" \
+	"                              WHERE b.kind = 'conc' AND b.key = i.concurrency_key" \
+	"                                AND b.available - b.capacity" \
+	"                                    + pg_catalog.floor(p.capacity / p.shards)" \
+	"                                    + CASE WHEN b.shard < p.capacity::int % p.shards" \
+	"                                           THEN 1 ELSE 0 END >= 1))" \
+	"             AND (i.rate_limit IS NULL" \
+	"                  OR EXISTS (SELECT 1 FROM gen_durable.limits r" \
+	"                              WHERE r.kind = 'rate'" \
+	"                                AND r.name = pg_catalog.split_part(i.rate_limit, ':', 1)" \
+	"                                AND COALESCE((SELECT pg_catalog.sum(LEAST(r.capacity / r.shards," \
+	"                                                b.available + GREATEST(0, EXTRACT(epoch FROM" \
+	"                                                  $2 - b.last_refill)::float8)" \
+	"                                                * r.rate / r.shards))" \
+	"                                                FROM gen_durable.buckets b" \
+	"                                               WHERE b.kind = 'rate' AND b.key = i.rate_limit" \
+	"                                                 AND b.shard < r.shards)," \
+	"                                             r.capacity) >= i.weight))" \
+	"             AND CASE WHEN k.busy IS NOT NULL THEN false" \
+	"                      ELSE i.concurrency_key IS NULL OR g.gated" \
+	"                           OR pg_catalog.pg_try_advisory_xact_lock(" GD_KEY_LOCK_CLASS "," \
+	"                                pg_catalog.hashtext(i.concurrency_key)) END" \
+	"           ORDER BY i.priority, i.eligible_at" \
+	"           LIMIT $3" \
+	"           FOR NO KEY UPDATE OF i SKIP LOCKED) l" \
+	") c" \
+	" WHERE c.concurrency_key IS NULL OR c.gated OR c.rn = 1" \
+	" ORDER BY c.priority, c.eligible_at, c.id"
+
+/* the guarded rows of the queue (instances_pick_guarded) */
+static GdPlan guarded_candidates_plan = {
+	CANDIDATES_SQL(GD_GUARDED_ROW("i")),
+	4,
+	{TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID}
+};
+
+/*
+ * the plain rows of the queue (instances_pick_plain), locked to be claimed
+ * on the row when this pick cannot claim them in memory: those claimed in
+ * memory by other picks are left out before the LIMIT (and probed again
+ * once locked, read_row_candidates); a schema older than 0.8.0 has no
+ * probe, and no claims in memory either
+ */
+static GdPlan plain_locked_candidates_plan = {
+	CANDIDATES_SQL(GD_PLAIN_ROW("i") " AND NOT gen_durable._claimed_in_memory(i.id)"),
+	4,
+	{TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID}
+};
+
+static GdPlan plain_locked_candidates_before_080_plan = {
+	CANDIDATES_SQL(GD_PLAIN_ROW("i")),
 	4,
 	{TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID}
 };
@@ -165,7 +201,7 @@ static GdPlan flip_plan = {
 	"                 AND e.concurrency_shard IS NULL LIMIT 1) IS NULL)"
 	"  RETURNING " GD_JOB_COLUMNS("i") ", i.priority, i.eligible_at"
 	")"
-	"SELECT " GD_JOB_NAMES " FROM f ORDER BY priority, eligible_at, id",
+	"SELECT " GD_JOB_NAMES ", priority, eligible_at FROM f ORDER BY priority, eligible_at, id",
 	6,
 	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, INT2ARRAYOID}
 };
@@ -180,27 +216,25 @@ typedef struct PickArgs
 	Datum		fsms;			/* text[], or 0 when NULL */
 } PickArgs;
 
+/* the columns of the flip's result after the job's */
+enum
+{
+	FLIP_PRIORITY = GD_JOB_NCOLS + 1,
+	FLIP_ELIGIBLE_AT
+};
+
 /*
- * emit_jobs appends the rows of the flip's result to the SRF's tuplestore.
+ * emit_flipped appends one row of the flip's result (flipped) to the SRF's
+ * tuplestore.
  */
 static void
-emit_jobs(ReturnSetInfo *rsinfo, int rows)
+emit_flipped(ReturnSetInfo *rsinfo, SPITupleTable *flipped, int row)
 {
-	int			natts = rsinfo->setDesc->natts;
-	Datum	   *values = palloc(sizeof(Datum) * natts);
-	bool	   *nulls = palloc(sizeof(bool) * natts);
-	int			r;
-	int			c;
+	Datum		values[GD_JOB_NCOLS];
+	bool		nulls[GD_JOB_NCOLS];
 
-	if (SPI_tuptable->tupdesc->natts != natts)
-		elog(ERROR, "gen_durable.job has %d columns, the pick statement returned %d",
-			 natts, SPI_tuptable->tupdesc->natts);
-	for (r = 0; r < rows; r++)
-	{
-		for (c = 0; c < natts; c++)
-			values[c] = gd_result_datum(r, c + 1, &nulls[c]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+	gd_job_values(rsinfo, flipped, row, values, nulls);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
 /*
@@ -293,43 +327,126 @@ outside_arbiter(AdmitCandidate *c)
 	return c->concurrency_key == NULL || c->has_shard;
 }
 
-/*
- * claim_once runs one claim -> admit -> flip and emits the jobs; returns
- * how many were claimed.
- */
-static int
-claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
+/* a candidate's place in claim order: priority, due time, id */
+typedef struct Urgency
 {
-	TimestampTz now = GetCurrentTimestamp();
+	int16		priority;
+	TimestampTz eligible_at;
+	int64		id;
+} Urgency;
+
+static int
+compare_urgency(const Urgency *a, const Urgency *b)
+{
+	if (a->priority != b->priority)
+		return (a->priority > b->priority) - (a->priority < b->priority);
+	if (a->eligible_at != b->eligible_at)
+		return (a->eligible_at > b->eligible_at) - (a->eligible_at < b->eligible_at);
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+/* the row candidates of one pick: locked, with their urgency */
+typedef struct RowCandidates
+{
+	AdmitCandidate *cands;
+	Urgency    *urgency;
+	int			n;
+} RowCandidates;
+
+/*
+ * read_row_candidates runs a candidates statement and appends its rows to
+ * rc, keeping rc in claim order.  With probe, it leaves out the rows that
+ * are claimed in memory: the statement has locked them, and a memory pick
+ * takes its claim before it looks at the row's lock, so of the two one
+ * always sees the other (pick_memory.c).
+ */
+static void
+read_row_candidates(RowCandidates *rc, GdPlan *plan, PickArgs *args, TimestampTz now,
+					bool probe)
+{
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	Datum		flip[6];
-	char		flipnulls[6];
-	TimestampTz lease_expiry;
-	int64		session;
 	AdmitCandidate *cands;
+	Urgency    *urgency;
 	int			n;
 	int			i;
-	int			rows;
-	bool		arbitrated = false;
+	int			a = 0;
+	int			b = 0;
+	int			m = 0;
 
 	values[0] = CStringGetTextDatum(args->queue);
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = Int32GetDatum(args->batch);
 	values[3] = args->fsms;
 	nulls[3] = args->fsms ? ' ' : 'n';
-	n = gd_execute(&candidates_plan, values, nulls, SPI_OK_SELECT);
+	n = gd_execute(plan, values, nulls, SPI_OK_SELECT);
 	if (n == 0)
-		return 0;
-
+		return;
 	cands = gd_read_candidates(n);
-	if (gd_admit(cands, n) == 0)
+	urgency = palloc(sizeof(Urgency) * n);
+	if (probe)
+		gd_claim_debug_pause();
+	for (i = 0, m = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		if (probe && gd_claim_exists(cands[i].id))
+			continue;
+		cands[m] = cands[i];
+		urgency[m].id = cands[i].id;
+		urgency[m].priority = DatumGetInt16(gd_result_datum(i, CAND_PRIORITY, &isnull));
+		urgency[m++].eligible_at = DatumGetTimestampTz(gd_result_datum(i, CAND_ELIGIBLE_AT, &isnull));
+	}
+	n = m;
+	m = 0;
+	if (n == 0)
+		return;
+	if (rc->n == 0)
+	{
+		rc->cands = cands;
+		rc->urgency = urgency;
+		rc->n = n;
+		return;
+	}
+
+	/* merge the two sorted lists */
+	{
+		AdmitCandidate *mc = palloc(sizeof(AdmitCandidate) * (rc->n + n));
+		Urgency    *mu = palloc(sizeof(Urgency) * (rc->n + n));
+
+		while (a < rc->n || b < n)
+		{
+			bool		take_a = b == n ||
+				(a < rc->n && compare_urgency(&rc->urgency[a], &urgency[b]) <= 0);
+
+			mc[m] = take_a ? rc->cands[a] : cands[b];
+			mu[m++] = take_a ? rc->urgency[a++] : urgency[b++];
+		}
+		rc->cands = mc;
+		rc->urgency = mu;
+		rc->n = m;
+	}
+}
+
+/*
+ * flip_candidates admits the row candidates and flips the admitted ones
+ * into claims; returns how many were claimed, their jobs in SPI_tuptable.
+ */
+static int
+flip_candidates(PickArgs *args, AdmitCandidate *cands, int n, TimestampTz now,
+				TimestampTz lease_expiry, int64 session)
+{
+	Datum		flip[6];
+	char		flipnulls[6];
+	int			i;
+	int			rows;
+	bool		arbitrated = false;
+
+	if (n == 0 || gd_admit(cands, n) == 0)
 		return 0;
 	for (i = 0; i < n; i++)
 		arbitrated |= cands[i].admitted && !outside_arbiter(&cands[i]);
 
-	lease_expiry = gd_add_interval(now, args->lease);
-	session = gd_claim_session();
 	flip[1] = CStringGetTextDatum(args->worker);
 	flip[2] = TimestampTzGetDatum(lease_expiry);
 	flip[3] = TimestampTzGetDatum(now);
@@ -339,33 +456,131 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	set_flip_rows(flip, flipnulls, cands, n, any_candidate);
 
 	if (!arbitrated)
-		rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
-	else
-	{
-		int			attempt;
+		return gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
 
-		rows = -1;
-		for (attempt = 0; attempt < GD_CLAIM_ATTEMPTS && rows < 0; attempt++)
-		{
-			rows = flip_in_subxact(flip, flipnulls);
-			if (rows < 0)
-				gd_count(GD_STAT_CONTENDED, 1);
-		}
+	rows = -1;
+	for (i = 0; i < GD_CLAIM_ATTEMPTS && rows < 0; i++)
+	{
+		rows = flip_in_subxact(flip, flipnulls);
 		if (rows < 0)
+			gd_count(GD_STAT_CONTENDED, 1);
+	}
+	if (rows < 0)
+	{
+		/* keep contention out of the caller: claim the rows outside the arbiter */
+		if (set_flip_rows(flip, flipnulls, cands, n, outside_arbiter) == 0)
+			return 0;
+		rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
+	}
+	return rows;
+}
+
+/*
+ * claim_once runs one claim and emits the jobs, most urgent first; returns
+ * how many were claimed.  When this pick may claim in memory, it claims up
+ * to a batch of plain rows that way first (pick_memory.c), else (or when
+ * the claim table filled up) it locks plain candidates with the guarded
+ * ones; the row candidates among the batch's most urgent are admitted and
+ * flipped, and the claims in memory that no longer fit in the batch are
+ * given back.
+ */
+static int
+claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz lease_expiry = gd_add_interval(now, args->lease);
+	int64		session = gd_claim_session();
+	bool		in_memory = gd_claims_usable(args->worker);
+	GdMemoryCandidates mc;
+	RowCandidates rc = {NULL, NULL, 0};
+	SPITupleTable *flipped = NULL;
+	int			nrows;
+	int			flipped_rows = 0;
+	int			taken = 0;
+	int			m = 0;
+	int			r = 0;
+	int			f = 0;
+	bool		full = false;
+
+	memset(&mc, 0, sizeof(mc));
+	if (in_memory)
+		gd_memory_claim(&mc, args->queue, now, args->batch, args->fsms, args->worker,
+						session, lease_expiry, &full);
+	read_row_candidates(&rc, &guarded_candidates_plan, args, now, false);
+	if (!in_memory || full)
+		read_row_candidates(&rc, gd_claims_schema_ready() ? &plain_locked_candidates_plan
+							: &plain_locked_candidates_before_080_plan, args, now, true);
+
+	/* the row candidates among the batch's most urgent */
+	for (nrows = 0; nrows < rc.n && nrows + m < args->batch;)
+	{
+		Urgency		mu;
+
+		if (m < mc.n)
 		{
-			/* keep contention out of the caller: claim the rows outside the arbiter */
-			if (set_flip_rows(flip, flipnulls, cands, n, outside_arbiter) == 0)
-				return 0;
-			rows = gd_execute(&flip_plan, flip, flipnulls, SPI_OK_SELECT);
+			mu.priority = mc.priority[m];
+			mu.eligible_at = mc.eligible_at[m];
+			mu.id = mc.id[m];
+		}
+		if (m < mc.n && compare_urgency(&mu, &rc.urgency[nrows]) < 0)
+			m++;
+		else
+			nrows++;
+	}
+	if (nrows > 0)
+	{
+		flipped_rows = flip_candidates(args, rc.cands, nrows, now, lease_expiry, session);
+		flipped = SPI_tuptable;
+	}
+
+	/* the claims in memory that still fit in the batch, in order */
+	for (m = 0; m < mc.n; m++)
+		if (flipped_rows + taken < args->batch)
+			taken++;
+		else
+			gd_memory_release(&mc, m);
+	if (taken > 0)
+		gd_memory_log(&mc, args->worker, session, now);
+
+	/* emit both kinds, in claim order */
+	for (m = 0; m < mc.n && mc.claim[m] == 0; m++)
+		;
+	while (f < flipped_rows || r < taken)
+	{
+		bool		from_flip = r == taken;
+
+		if (!from_flip && f < flipped_rows)
+		{
+			Urgency		fu;
+			Urgency		mu = {mc.priority[m], mc.eligible_at[m], mc.id[m]};
+			bool		isnull;
+
+			fu.priority = DatumGetInt16(SPI_getbinval(flipped->vals[f], flipped->tupdesc,
+													  FLIP_PRIORITY, &isnull));
+			fu.eligible_at = DatumGetTimestampTz(SPI_getbinval(flipped->vals[f], flipped->tupdesc,
+															   FLIP_ELIGIBLE_AT, &isnull));
+			fu.id = DatumGetInt64(SPI_getbinval(flipped->vals[f], flipped->tupdesc, 1, &isnull));
+			from_flip = compare_urgency(&fu, &mu) < 0;
+		}
+		if (from_flip)
+			emit_flipped(rsinfo, flipped, f++);
+		else
+		{
+			gd_memory_emit(&mc, m, rsinfo);
+			r++;
+			for (m++; m < mc.n && mc.claim[m] == 0; m++)
+				;
 		}
 	}
-	if (rows > 0)
+
+	if (flipped_rows + taken > 0)
 	{
-		gd_count(GD_STAT_CLAIMED, rows);
+		gd_count(GD_STAT_CLAIMED, flipped_rows + taken);
 		gd_deadline(lease_expiry);
 	}
-	emit_jobs(rsinfo, rows);
-	return rows;
+	if (taken > 0)
+		gd_deadline(TimestampTzPlusMilliseconds(now, gen_durable_memory_claim_max_age));
+	return flipped_rows + taken;
 }
 
 /* the arguments of one claim attempt */

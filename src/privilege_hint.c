@@ -66,12 +66,13 @@ static const struct
 	{"reset_stats", "gen_durable_admin"},
 	{"_stats", "gen_durable_admin"},
 	{"_health", "gen_durable_admin"},
+	{"_memory_claims", "gen_durable_producer"},
 };
 
 /* the relations of the schema, readable by the admin role */
 static const char *const relations[] = {
 	"instances", "signals", "limits", "buckets", "queue_settings", "schedules",
-	"step_history", "stats", "queues", "schedule_status", "health",
+	"step_history", "stats", "queues", "schedule_status", "health", "claims",
 };
 
 /*

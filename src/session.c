@@ -103,3 +103,28 @@ gen_durable_session_alive(PG_FUNCTION_ARGS)
 			PG_RETURN_BOOL(ProcGlobal->allProcs[i].databaseId == MyDatabaseId);
 	PG_RETURN_BOOL(false);
 }
+
+/*
+ * gd_live_sessions returns (palloc'd, in *out) the claim sessions of the
+ * backends connected to this database now; the count is the result.  The
+ * memory-claim sweep reads it after the claims, for the reason
+ * _session_alive gives.
+ */
+int
+gd_live_sessions(int64 **out)
+{
+	int			n = 0;
+	int			i;
+
+	*out = palloc(sizeof(int64) * Max(MaxBackends, 1));
+	if (!gd_shmem_ready())
+		return 0;
+	for (i = 0; i < MaxBackends; i++)
+	{
+		uint64		session = pg_atomic_read_u64(gd_session_slot(i));
+
+		if (session != 0 && ProcGlobal->allProcs[i].databaseId == MyDatabaseId)
+			(*out)[n++] = (int64) session;
+	}
+	return n;
+}

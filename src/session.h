@@ -15,5 +15,6 @@
 #include "postgres.h"
 
 extern int64 gd_claim_session(void);
+extern int	gd_live_sessions(int64 **out);
 
 #endif							/* GD_SESSION_H */

@@ -64,7 +64,8 @@ static const char *const counter_names[GD_NCOUNTERS] = {
 	"waits",
 	"notifies_sent",
 	"maintenance_rounds",
-	"maintenance_errors"
+	"maintenance_errors",
+	"claims_written"
 };
 
 /*

@@ -10,7 +10,10 @@
  *		and holds its restart back for GD_PAUSE_MS (slots.c).  CREATE
  *		DATABASE then asks for the copy's worker, after commit, since its
  *		template may have the extension.  DROP EXTENSION wakes the worker
- *		after commit so that it notices and exits at once.
+ *		after commit so that it notices and exits at once.  DROP EXTENSION
+ *		and DROP DATABASE also forget the database's claims in memory
+ *		(claims.c): a new instances table would count its ids from 1
+ *		again.
  *
  * IDENTIFICATION
  *		src/utility_hook.c
@@ -27,6 +30,7 @@
 #include "utils/acl.h"
 
 #include "aftercommit.h"
+#include "claims.h"
 #include "slots.h"
 #include "utility_hook.h"
 
@@ -75,9 +79,13 @@ gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 {
 	Node	   *stmt = pstmt->utilityStmt;
 	char	   *created = NULL;
+	Oid			forget = InvalidOid;
 
 	if (IsA(stmt, DropdbStmt))
+	{
 		pause_worker(((DropdbStmt *) stmt)->dbname);
+		forget = get_database_oid(((DropdbStmt *) stmt)->dbname, true);
+	}
 	else if (IsA(stmt, RenameStmt) && ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		pause_worker(((RenameStmt *) stmt)->subname);
 	else if (IsA(stmt, AlterDatabaseStmt) &&
@@ -97,7 +105,10 @@ gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 		/* after commit the worker wakes, sees the extension gone and exits */
 		foreach(lc, ((DropStmt *) stmt)->objects)
 			if (strcmp(strVal(lfirst(lc)), "gen_durable") == 0)
+			{
 				gd_wake_worker();
+				forget = MyDatabaseId;
+			}
 	}
 
 	if (prev_ProcessUtility)
@@ -110,6 +121,8 @@ gd_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTre
 	/* a copy of a template with the extension needs its worker too */
 	if (created != NULL)
 		gd_worker_wanted(get_database_oid(created, false));
+	if (OidIsValid(forget))
+		gd_claims_forget(forget);
 }
 
 /*

@@ -52,6 +52,7 @@
 #include "gen_durable.h"
 #include "launcher.h"
 #include "maintenance.h"
+#include "pick_index.h"
 #include "shmem.h"
 #include "slots.h"
 #include "spi_util.h"
@@ -91,30 +92,40 @@ static GdPlan version_plan = {
 };
 
 /*
- * Per (queue, priority) of the runnable rows, found by a skip scan of the
- * pick index: whether a row fell due in ($1, $2] and the next due time
- * after $2.
+ * Per (queue, priority) of the runnable rows, found by a skip scan of each
+ * pick index (pick_index.h): whether a row fell due in ($1, $2] and the
+ * next due time after $2.  A (queue, priority) with rows of both kinds
+ * comes twice.
  */
-static GdPlan due_plan = {
-	"WITH RECURSIVE qp AS ("
-	"  (SELECT queue, priority FROM gen_durable.instances"
-	"    WHERE status = 'runnable' ORDER BY queue, priority LIMIT 1)"
-	"  UNION ALL"
-	"  SELECT n.queue, n.priority FROM qp CROSS JOIN LATERAL"
-	"    (SELECT i.queue, i.priority FROM gen_durable.instances i"
-	"      WHERE i.status = 'runnable' AND (i.queue, i.priority) > (qp.queue, qp.priority)"
-	"      ORDER BY i.queue, i.priority LIMIT 1) n"
+#define DUE_SCAN(cte, kind) \
+	cte " AS (" \
+	"  (SELECT i.queue, i.priority FROM gen_durable.instances i" \
+	"    WHERE i.status = 'runnable' AND " kind " ORDER BY i.queue, i.priority LIMIT 1)" \
+	"  UNION ALL" \
+	"  SELECT n.queue, n.priority FROM " cte " CROSS JOIN LATERAL" \
+	"    (SELECT i.queue, i.priority FROM gen_durable.instances i" \
+	"      WHERE i.status = 'runnable' AND " kind \
+	"        AND (i.queue, i.priority) > (" cte ".queue, " cte ".priority)" \
+	"      ORDER BY i.queue, i.priority LIMIT 1) n" \
 	")"
-	"SELECT qp.queue,"
-	"       EXISTS (SELECT 1 FROM gen_durable.instances i"
-	"                WHERE i.status = 'runnable' AND i.queue = qp.queue"
-	"                  AND i.priority = qp.priority"
-	"                  AND i.eligible_at > $1 AND i.eligible_at <= $2),"
-	"       (SELECT i.eligible_at FROM gen_durable.instances i"
-	"         WHERE i.status = 'runnable' AND i.queue = qp.queue"
-	"           AND i.priority = qp.priority AND i.eligible_at > $2"
-	"         ORDER BY i.eligible_at LIMIT 1)"
-	"  FROM qp",
+#define DUE_ROWS(cte, kind) \
+	"SELECT " cte ".queue," \
+	"       EXISTS (SELECT 1 FROM gen_durable.instances i" \
+	"                WHERE i.status = 'runnable' AND " kind " AND i.queue = " cte ".queue" \
+	"                  AND i.priority = " cte ".priority" \
+	"                  AND i.eligible_at > $1 AND i.eligible_at <= $2)," \
+	"       (SELECT i.eligible_at FROM gen_durable.instances i" \
+	"         WHERE i.status = 'runnable' AND " kind " AND i.queue = " cte ".queue" \
+	"           AND i.priority = " cte ".priority AND i.eligible_at > $2" \
+	"         ORDER BY i.eligible_at LIMIT 1)" \
+	"  FROM " cte
+
+static GdPlan due_plan = {
+	"WITH RECURSIVE " DUE_SCAN("qp", GD_PLAIN_ROW("i")) ", "
+	DUE_SCAN("qg", GD_GUARDED_ROW("i"))
+	DUE_ROWS("qp", GD_PLAIN_ROW("i"))
+	" UNION ALL "
+	DUE_ROWS("qg", GD_GUARDED_ROW("i")),
 	2,
 	{TIMESTAMPTZOID, TIMESTAMPTZOID},
 	NULL, true

@@ -11,7 +11,9 @@ One process plays every part but the workers:
            cancels a few instances at random moments;
   workers  --workers processes of chaos_app.py, started, killed and
            restarted here;
-  sampler  one connection that reads every executing row every few ms: the
+  sampler  one connection that reads every claim in flight (the view
+           gen_durable.claims: executing rows and claims in memory) every
+           few ms: the
            rows per concurrency key (K=1 for ungated names, the gate's max
            for gated ones), the claims of rate-limited steps, leases and
            await deadlines overdue; and every half second row invariants
@@ -24,8 +26,8 @@ One process plays every part but the workers:
            crash-restarts the server), pg_ctl stop -m immediate + start.
 
 Phases: soak (--seconds of inserts and chaos); the final blow (every worker
-SIGKILLed at once: their claims must come back, and after the leases and a
-run_maintenance() no row may be executing past its lease); drain (workers
+SIGKILLed at once: their claims, on rows or in memory, must come back, and
+after the leases and a run_maintenance() no claim may be past its lease); drain (workers
 again, no chaos, no new inserts, until every instance has ended or
 --drain-timeout); graceful stop; the checks (see README.md), which print
 figures and every violation.  Exit status 0 only with no violation.
@@ -393,11 +395,12 @@ class Sampler(threading.Thread):
         return (name, GATES[name]) if name in GATES else ("K=1", 1)
 
     def sample(self):
+        # every claim in flight, on its row or in memory (gen_durable.claims)
         rows = self.db.once(
-            "SELECT id, concurrency_key, rate_limit, weight, steps, attempt, locked_by,"
-            "       lease_expires_at, extract(epoch FROM clock_timestamp() - lease_expires_at),"
+            "SELECT i.id, i.concurrency_key, i.rate_limit, i.weight, i.steps, i.attempt, c.worker,"
+            "       c.lease_expires_at, extract(epoch FROM clock_timestamp() - c.lease_expires_at),"
             "       clock_timestamp()"
-            "  FROM gen_durable.instances WHERE status = 'executing'")
+            "  FROM gen_durable.claims c JOIN gen_durable.instances i USING (id)")
         self.samples += 1
         self.executing_seen = max(self.executing_seen, len(rows))
         per_key = collections.defaultdict(list)
@@ -1263,15 +1266,14 @@ def setup(db):
 
 def final_blow(db, workers):
     """SIGKILL every worker at once; their claims must come back: by the
-    time the last lease has run out and a maintenance pass has run, no row
-    may be executing (no worker is alive)."""
+    time the last lease has run out and a maintenance pass has run, no
+    claim may be left, on a row or in memory (no worker is alive)."""
     workers.enabled = False
     workers.resume_all()
     # strike while rows are executing (up to 15 s for 5 of them)
     end = now() + 15
     while True:
-        before = db.run("SELECT count(*) FROM gen_durable.instances"
-                        " WHERE status = 'executing'")[0]
+        before = db.run("SELECT count(*) FROM gen_durable.claims")[0]
         if before[0] >= 5 or now() > end:
             break
         time.sleep(0.02)
@@ -1281,16 +1283,15 @@ def final_blow(db, workers):
     returned = None
     end = t + LEASE + 12.0
     while now() < end:
-        (n,) = db.run("SELECT count(*) FROM gen_durable.instances WHERE status = 'executing'")[0]
+        (n,) = db.run("SELECT count(*) FROM gen_durable.claims")[0]
         if n == 0:
             returned = round(now() - t, 2)
             break
         time.sleep(0.1)
     db.run("SELECT gen_durable.run_maintenance()")
-    stuck = db.run("SELECT id, fsm, step, locked_by, lease_expires_at::text"
-                   " FROM gen_durable.instances"
-                   " WHERE status = 'executing' AND lease_expires_at < clock_timestamp()")
-    (left,) = db.run("SELECT count(*) FROM gen_durable.instances WHERE status = 'executing'")[0]
+    stuck = db.run("SELECT id, fsm, step, worker, lease_expires_at::text"
+                   " FROM gen_durable.claims WHERE lease_expires_at < clock_timestamp()")
+    (left,) = db.run("SELECT count(*) FROM gen_durable.claims")[0]
     say("final blow: executing rows gone after %s s; after run_maintenance(): %d executing,"
         " %d past their lease" % (returned, left, len(stuck)))
     return {"executing_at_kill": before[0], "returned_after": returned, "stuck": len(stuck),

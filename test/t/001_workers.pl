@@ -51,6 +51,9 @@ $node->append_conf(
 	'postgresql.conf', qq(
 shared_preload_libraries = 'gen_durable'
 restart_after_crash = on
+# the claims this test looks at are written to their rows (claims kept in
+# memory: 015_memory_claims.pl)
+gen_durable.claim_in_memory = off
 ));
 $node->start;
 

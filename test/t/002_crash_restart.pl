@@ -43,6 +43,9 @@ $node->append_conf(
 	'postgresql.conf', qq(
 shared_preload_libraries = 'gen_durable'
 gen_durable.maintenance_interval = '2s'
+# the claims this test looks at are written to their rows (claims kept in
+# memory through a crash: 015_memory_claims.pl)
+gen_durable.claim_in_memory = off
 ));
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION gen_durable');

@@ -65,6 +65,9 @@ $node->init;
 $node->append_conf(
 	'postgresql.conf', qq(
 shared_preload_libraries = 'gen_durable, pg_stat_statements'
+# the claims this test looks at are written to their rows (claims kept in
+# memory of a dead client: 015_memory_claims.pl)
+gen_durable.claim_in_memory = off
 ));
 $node->start;
 $node->safe_psql('postgres',

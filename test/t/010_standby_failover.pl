@@ -2,7 +2,8 @@
 #
 # A primary (gen_durable preloaded) with a streaming hot standby in
 # synchronous replication (synchronous_standby_names = '*': every commit
-# the primary acknowledges is flushed on the standby).  Database app holds
+# the primary acknowledges is flushed on the standby; and with
+# gen_durable.memory_claim_durable on, every pick that claims in memory).  Database app holds
 # GdWorkload::populate's rows in every status, a session holding claims,
 # and a client inserting, picking and flushing without a pause (it keeps
 # the list of what the primary acknowledged).
@@ -78,6 +79,10 @@ $primary->append_conf(
 shared_preload_libraries = 'gen_durable'
 # backend type and SQLSTATE on every line, to tell whose ERROR it is
 log_line_prefix = '%m [%p] %b %e '
+# a pick that claims in memory commits as a writing transaction, so that
+# its claims are on the synchronous standby before the worker has its jobs
+# (the default, off, is 015_memory_claims.pl's)
+gen_durable.memory_claim_durable = on
 ));
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE DATABASE app');

@@ -27,8 +27,8 @@
 #   one, and the server started: the new library serves the 0.6.0 schema
 #   (its maintenance worker returns the claims of the sessions the restart
 #   ended), and the load goes on.  Then, with long polls waiting again,
-#   ALTER EXTENSION gen_durable UPDATE in postgres (0.6.0 -> 0.7.0) and in
-#   legacy (0.5.0 -> 0.7.0), while the load goes on; then the producers
+#   ALTER EXTENSION gen_durable UPDATE in postgres (0.6.0 -> the current
+#   version) and in legacy (0.5.0 -> the current version), while the load goes on; then the producers
 #   stop and the workers drain both databases.
 #
 # Checks: every instance a producer got an id for exists (and no other);
@@ -38,7 +38,8 @@
 # work; every error a worker or producer saw is one the README tells a
 # worker to retry: connection loss (the restart) or, on the old schema of
 # legacy, the hint to run ALTER EXTENSION gen_durable UPDATE (whose text
-# names the library: 0.6.0 before the restart, 0.7.0 after it); the
+# names the library: 0.6.0 before the restart, the current version after
+# it); the
 # catalogs of both databases match a fresh install's in the members,
 # columns, constraints and privileges (sql/upgrade.sql compares
 # everything).  Then GdWorkload::check_workload on the upgraded postgres.
@@ -59,6 +60,8 @@ use GdWorkload;
 
 my $RELEASE_060 = '74a455b';
 my $repo        = "$FindBin::RealBin/../..";
+# the version the tree under test installs
+my ($current) = slurp_file("$repo/gen_durable.control") =~ /default_version = '([\d.]+)'/;
 my $tmp         = PostgreSQL::Test::Utils::tempdir;
 my $t_start     = time;
 
@@ -420,7 +423,7 @@ is( $node->safe_psql(
 		'postgres', q{
 SELECT default_version || ' ' || (SELECT extversion FROM pg_extension WHERE extname = 'gen_durable')
   FROM pg_available_extensions WHERE name = 'gen_durable'}),
-	'0.7.0 0.6.0',
+	"$current 0.6.0",
 	'phase 2: the new build is installed, the schema still 0.6.0');
 
 # the new library serves the 0.6.0 schema: its maintenance worker runs and
@@ -453,18 +456,18 @@ is( $node->safe_psql('postgres',
 $mark{alter} = time;
 $node->safe_psql('postgres', 'ALTER EXTENSION gen_durable UPDATE');
 $mark{altered} = time;
-note sprintf('ALTER EXTENSION gen_durable UPDATE (0.6.0 -> 0.7.0) took %.2f s under load',
+note sprintf("ALTER EXTENSION gen_durable UPDATE (0.6.0 -> $current) took %.2f s under load",
 	$mark{altered} - $mark{alter});
 $node->safe_psql('legacy', 'ALTER EXTENSION gen_durable UPDATE');
 $mark{legacy_altered} = time;
-note sprintf('ALTER EXTENSION gen_durable UPDATE (0.5.0 -> 0.7.0) took %.2f s under load',
+note sprintf("ALTER EXTENSION gen_durable UPDATE (0.5.0 -> $current) took %.2f s under load",
 	$mark{legacy_altered} - $mark{altered});
 is( $node->safe_psql('postgres',
 		q{SELECT extversion FROM pg_extension WHERE extname = 'gen_durable'}),
-	'0.7.0', 'postgres is at 0.7.0');
+	$current, "postgres is at $current");
 is( $node->safe_psql('legacy',
 		q{SELECT extversion FROM pg_extension WHERE extname = 'gen_durable'}),
-	'0.7.0', 'legacy is at 0.7.0');
+	$current, "legacy is at $current");
 ok( $node->poll_query_until(
 		'legacy',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'gen_durable worker' AND datname = 'legacy'",
@@ -560,7 +563,7 @@ cmp_ok(committed('postgres', $mark{load}, $mark{stop}), '>', 0,
 cmp_ok(committed('postgres', $mark{started}, $mark{alter}), '>', 0,
 	'postgres: steps committed under the new library on the 0.6.0 schema');
 cmp_ok(committed('postgres', $mark{altered}, $mark{producers_stop}), '>', 0,
-	'postgres: steps committed at 0.7.0 while the producers went on');
+	"postgres: steps committed at $current while the producers went on");
 is(committed('legacy', $mark{load}, $mark{altered}), '0',
 	'legacy: nothing committed at 0.5.0 (its pick needs the update)');
 cmp_ok(committed('legacy', $mark{altered}, $mark{drained} + 1), '>', 0,
@@ -570,8 +573,8 @@ cmp_ok(committed('legacy', $mark{altered}, $mark{drained} + 1), '>', 0,
 # to the restart (a call that ended after the stop and began before the
 # server was up again, give or take), or in legacy before its update the
 # hint to run ALTER EXTENSION UPDATE, whose text names the library that
-# served the call (0.6.0 for a call that began before the restart, 0.7.0
-# for one that began after it).  A call of insert() in legacy while its
+# served the call (0.6.0 for a call that began before the restart, the
+# current version for one that began after it).  A call of insert() in legacy while its
 # update ran may also fail with "cache lookup failed for function": the
 # update 0.5.0 -> 0.6.0 drops insert() and makes it again (a released
 # script), and PostgreSQL locks no function a query calls, so a query
@@ -622,7 +625,7 @@ note "errors seen: " . join(', ', map { "$_ $class{$_}" } sort keys %class);
 is(scalar(@unexpected), 0, 'every error a worker or producer saw is one to retry')
   or diag join("\n", @unexpected[0 .. ($#unexpected < 19 ? $#unexpected : 19)]);
 ok((grep { /connection$/ } keys %class), 'the restart broke calls in progress (connection errors)');
-ok($hint_lib{'before 0.6.0'} && $hint_lib{'after 0.7.0'} && !$hint_lib{'before 0.7.0'}
+ok($hint_lib{'before 0.6.0'} && $hint_lib{"after $current"} && !$hint_lib{"before $current"}
 	  && !$hint_lib{'after 0.6.0'},
 	'legacy\'s picks got the hint to update from the 0.6.0 library, then from the new one')
   or diag explain \%hint_lib;

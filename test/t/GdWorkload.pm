@@ -24,7 +24,8 @@
 #     paused     runnable now in wl_paused, a paused queue
 #     hist_retry runnable in a day, attempt 1, after a retry recorded in its
 #                step history (history => true; wl_retry)
-#     executing  6 claims of worker "wl-holder" (wl_exec), held by the
+#     executing  6 claims of worker "wl-holder" (wl_exec), written to their
+#                rows (gen_durable.claim_in_memory off), held by the
 #                session $p->{holder} that stays connected until the caller
 #                ends it ($p->{holder}->quit, or a crash); lease $opts{lease}
 #                (default 10 min).  One is at attempt 1 (retried before),
@@ -274,6 +275,12 @@ SELECT gen_durable.insert('job', '{"role": "exec_plain"}', queue => 'wl_exec');
 	# (its psql's timer runs from here: long enough for any test using it)
 	my $holder = $node->background_psql($db, timeout => 900);
 	my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+	# claims written to their rows (executing), which a dump or a standby
+	# carries; claims kept in memory are 015_memory_claims.pl's (a library
+	# older than 0.8.0 has no such setting: it claims on the rows anyway)
+	$holder->query_safe(
+		"SELECT set_config('gen_durable.claim_in_memory', 'off', false)"
+		  . " FROM pg_settings WHERE name = 'gen_durable.claim_in_memory'");
 	my $claimed = $holder->query_safe(
 		"SELECT string_agg(id || ':' || claim, ',' ORDER BY id) FROM gen_durable.pick('wl_exec', 'wl-holder', batch => 10, lease => '$lease')"
 	);

@@ -1,8 +1,9 @@
--- at-0.7.0.sql: at 0.7.0, the end of every path.  Everything the releases
--- before left is run to its end with the API of 0.7.0: the claims still
--- held are flushed, what waits is woken, picked and finished; then what
--- 0.7.0 changed: a child keeps its parent's id after GC deleted the
--- parent (no foreign key any more).  Nothing may be left stuck.
+-- at-0.7.0.sql: at 0.7.0.  Everything the releases before left is run to
+-- its end with the API of 0.7.0: the claims still held are flushed, what
+-- waits is woken, picked and finished; then what 0.7.0 changed: a child
+-- keeps its parent's id after GC deleted the parent (no foreign key any
+-- more).  Nothing may be left stuck but the claim it leaves in flight for
+-- 0.8.0 (at the end).
 
 -- the sweeps: nothing expired, nothing due
 SELECT gen_durable.run_maintenance() - 'gate_shards_repaired' AS maintenance;
@@ -86,6 +87,7 @@ RESET ROLE;
 SELECT * FROM pg_temp.show('v5');
 \endif
 
+\if :since_060
 -- 0.6.0's: w6 still holds claim 2 of v6-fenced and finishes it
 SELECT gen_durable.heartbeat('w6', pg_temp.ids('{v6-fenced}')) = pg_temp.ids('{v6-fenced}') AS held;
 SELECT applied, detail
@@ -136,6 +138,8 @@ SELECT correlation_key AS key, parent_id = :v6_parent AS keeps_parent_id,
 	   EXISTS (SELECT 1 FROM gen_durable.instances p WHERE p.id = c.parent_id) AS parent_exists
   FROM gen_durable.instances c WHERE queue = 'v6f' ORDER BY 1;
 
+\endif
+
 -- nothing is stuck: every instance has ended but the one waiting for
 -- its rate limit's tokens
 SELECT queue, correlation_key AS key, status, step, attempt, steps, error
@@ -145,3 +149,8 @@ SELECT queue, correlation_key AS key, status, step, attempt, steps, error
 SELECT queue, due, scheduled, executing, awaiting_signal, awaiting_children, done, failed,
 	   cancelled, paused, history
   FROM gen_durable.queues ORDER BY 1;
+
+-- 0.7.0 leaves to 0.8.0 a claim in flight across the update: v7-inflight,
+-- claimed on its row by w7 (every claim was, before 0.8.0)
+SELECT gen_durable.insert('job', queue => 'v7', correlation_key => 'v7-inflight') IS NOT NULL AS inserted;
+SELECT correlation_key AS key, claim FROM gen_durable.pick('v7', 'w7');
