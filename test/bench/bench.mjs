@@ -8,7 +8,9 @@
 // Node process, through `pg`, with CONCURRENCY connections doing the work
 // (default 4) and batches of BATCH (default 50) where the system batches.
 // BENCH_PGDATA, the cluster's data directory, turns on the server CPU
-// measurement of drain (run.sh sets it).
+// measurement of drain (run.sh sets it); INFLIGHT_AGE is how long
+// pick_inflight's claims are held before they are timed against (seconds,
+// default 10).
 //
 // A system is a module systems/SYSTEM.mjs exporting:
 //   setup(env)                   create its schema in the empty database;
@@ -54,6 +56,12 @@
 //   pickAtBacklog(env, samples)  time `samples` claims of a batch of 10, each
 //                                in a transaction rolled back (the backlog
 //                                stays the same); ms per claim;
+//   holdInFlight(env, n)         optional (with backlogFill and
+//                                pickAtBacklog): claim n of the queued jobs
+//                                and hold them, not completed, with leases
+//                                longer than the run (common.mjs:
+//                                holdClaims); resolves to { end() }, which
+//                                closes the holders' connections;
 //   fanoutEnqueue(env, n)        optional (with fanoutRun): insert n parents;
 //   fanoutRun(env, n, width)     run the parents to the end: each spawns
 //                                `width` no-op children, run by CONCURRENCY
@@ -90,13 +98,22 @@
 //   signal   signalLatency(n): p50, p95, p99, max in ms;
 //   pick_backlog   claim latency with n runnable rows queued;
 //   pick_terminal  claim latency with 1,000 runnable rows behind n finished
-//            ones (systems that have pickAtBacklog).
+//            ones (systems that have pickAtBacklog);
+//   pick_inflight  claim latency with n long steps in flight against none:
+//            backlogFill(n + 10,000 runnable), then the claims of
+//            pickAtBacklog timed twice (after a series not counted, to
+//            warm up), before holdInFlight(n) and after its claims have
+//            been held INFLIGHT_AGE seconds, each series after a VACUUM
+//            ANALYZE (as autovacuum would have by then); p50, p95,
+//            p99 and max of each, and the ratios held / none (systems that
+//            have holdInFlight).
 // This is a benchmark, not a test: it checks only that the work was done.
 
 import pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import { readFileSync, readdirSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { sleep } from './systems/common.mjs';
 
 const [system, workload, nArg, concArg, batchArg] = process.argv.slice(2);
 if (!system || !workload || !nArg) {
@@ -116,10 +133,15 @@ const sys = await import(`./systems/${system}.mjs`);
 // steps of the fsm workloads' machine
 const FSM_STEPS = 5;
 
-// pick_backlog / pick_terminal: picks timed, and the runnable rows behind
-// the terminal ones
+// pick_backlog / pick_terminal / pick_inflight: picks timed per series, and
+// the runnable rows behind the terminal ones
 const BACKLOG_SAMPLES = 200;
 const BACKLOG_RUNNABLE = 1000;
+
+// pick_inflight: the runnable rows behind the claims held, and how long
+// they are held before the claims are timed (seconds)
+const INFLIGHT_RUNNABLE = 10000;
+const INFLIGHT_AGE = Number(process.env.INFLIGHT_AGE ?? 10);
 
 // mixed: producers inserting at once
 const MIXED_PRODUCERS = 2;
@@ -213,6 +235,33 @@ function percentiles(ms) {
 		p50: percentile(s, 0.5), p95: percentile(s, 0.95),
 		p99: percentile(s, 0.99), max: s[s.length - 1],
 	};
+}
+
+// vacuumAnalyze vacuums and analyzes the database, as autovacuum would have
+// once a good part of a table changed and some time passed
+async function vacuumAnalyze() {
+	await query('VACUUM ANALYZE');
+}
+
+// inFlight times the claims of pickAtBacklog with none in flight, then
+// with n held for INFLIGHT_AGE seconds (the holders closed after); returns
+// the percentiles of both series and the ratios held / none.  A first
+// series, not counted, warms this process and the server's caches, so
+// that the later series is not the only one to run warm.
+async function inFlight() {
+	await sys.backlogFill(env, n + INFLIGHT_RUNNABLE, 0);
+	await vacuumAnalyze();
+	await sys.pickAtBacklog(env, BACKLOG_SAMPLES);
+	const none = percentiles(await sys.pickAtBacklog(env, BACKLOG_SAMPLES));
+	const holders = await sys.holdInFlight(env, n);
+	await sleep(INFLIGHT_AGE * 1000);
+	await vacuumAnalyze();
+	const held = percentiles(await sys.pickAtBacklog(env, BACKLOG_SAMPLES));
+	await holders.end();
+	const ratio = {};
+	for (const p of ['p50', 'p95', 'p99'])
+		ratio[p] = held[p] / none[p];
+	return { none, held, ratio };
 }
 
 // checkCompleted fails the run unless at least `want` jobs are completed
@@ -325,6 +374,12 @@ async function main() {
 		await analyze();
 		const ms = await sys.pickAtBacklog(env, BACKLOG_SAMPLES);
 		Object.assign(out, { runnable, terminal, ...percentiles(ms) });
+	} else if (workload === 'pick_inflight') {
+		needs('backlogFill', 'pickAtBacklog', 'holdInFlight');
+		Object.assign(out, {
+			runnable: INFLIGHT_RUNNABLE, in_flight: n, age_s: INFLIGHT_AGE,
+			samples: BACKLOG_SAMPLES, ...await inFlight(),
+		});
 	} else if (workload === 'latency' || workload === 'signal') {
 		if (workload === 'signal')
 			needs('signalLatency');

@@ -5,7 +5,7 @@
 //   node report.mjs results.jsonl > results.md
 
 import os from 'node:os';
-import { bySystem, label, medianOf, readResults } from './results.mjs';
+import { bySystem, label, median, medianOf, readResults } from './results.mjs';
 
 const lines = readResults(process.argv[2]);
 
@@ -120,6 +120,38 @@ function backlog() {
 		], '(200 claims per run, each rolled back so the backlog stays the same)');
 }
 
+// inFlight is claim latency with long steps in flight against none: per
+// system, a row for each series of the runs (none in flight, then the
+// holders' claims held), medians over the runs of each percentile, and on
+// the held row the medians over the runs of the ratios held / none
+function inFlight() {
+	const rows = [];
+	for (const [system, rs] of bySystem(lines, 'pick_inflight')) {
+		rows.push([label(system), rs.map((r) => ({
+			in_flight: 0, runnable: r.runnable + r.in_flight, ...r.none,
+		}))]);
+		rows.push([label(system), rs.map((r) => ({
+			in_flight: r.in_flight, runnable: r.runnable, ...r.held, ratio: r.ratio,
+		}))]);
+	}
+	const first = lines.find((l) => l.workload === 'pick_inflight');
+	return table('Claim latency of a batch of 10 with long steps in flight, ms', rows, [
+		['steps in flight', (rs) => fmt(rs[0].in_flight)],
+		['runnable rows', (rs) => fmt(rs[0].runnable)],
+		['p50', ms('p50')], ['p95', ms('p95')], ['p99', ms('p99')], ['max', ms('max')],
+		['held / none: p50, p95, p99', (rs) => (rs[0].ratio
+			? ['p50', 'p95', 'p99'].map((p) => `${fmt(median(rs.map((r) => r.ratio[p])), 2)}x`).join(', ')
+			: '')],
+		['runs', (rs) => String(rs.length)],
+	], first ? `(${fmt(first.samples)} claims per series per run, each rolled back so the ` +
+		'backlog stays the same, on one table: after a series not counted (a warm-up), ' +
+		'first with none in flight, then once ' +
+		`${first.concurrency} holder connections have kept ${fmt(first.in_flight)} jobs ` +
+		'claimed, never completed (gen_durable: leases of 10 minutes), for ' +
+		`${fmt(first.age_s)} s, and while they still do; each series after a \`VACUUM ` +
+		'ANALYZE`. The ratios are medians over the runs of each run\'s held / none.)' : '');
+}
+
 const first = lines[0] || {};
 process.stdout.write(
 	`Measured ${new Date().toISOString().slice(0, 10)} on ${os.cpus().length} cores ` +
@@ -155,4 +187,5 @@ process.stdout.write(
 	'and a spawner connection) runs the parents, CONCURRENCY workers the children. Join latency: from the return of the flush that ' +
 	'ended a parent\'s last child to the pick of the woken parent. gen_durable only: ' +
 	'graphile-worker, pg-boss and the bare table have no native fan-out or join.') +
-	backlog());
+	backlog() +
+	inFlight());

@@ -26,11 +26,15 @@
 #   N_ENQUEUE (200000)  N_DRAIN (100000)  N_MIXED (100000)  N_LATENCY (1000)
 #   N_SIGNAL (1000)  N_FSM (20000)  N_FANOUT (1000 parents of 100 children)
 #   BACKLOGS ("1000 100000 1000000")  TERMINAL (1000000)
+#   N_INFLIGHT (10000: the long steps held by pick_inflight)
+#   INFLIGHT_AGE (10: seconds they are held before the claims are timed)
 #   REPS (3)  CONCURRENCY (4)  BATCH (50)
 #   WORKLOADS ("enqueue drain mixed latency signal fsm fsm_inline fanout
-#              pick_backlog pick_terminal": the ones to run, in that order)
+#              pick_backlog pick_terminal pick_inflight": the ones to run,
+#              in that order)
 #   SYSTEMS ("gen_durable bare graphile_worker pg_boss")
-#   FSM_SYSTEMS (SYSTEMS)  BACKLOG_SYSTEMS (gen_durable and bare of SYSTEMS)
+#   FSM_SYSTEMS (SYSTEMS)  BACKLOG_SYSTEMS (gen_durable and bare of SYSTEMS:
+#              pick_backlog, pick_terminal and pick_inflight)
 #   BENCH_OUT (where results.jsonl, results.md and the charts go: test/bench,
 #              or a temporary directory removed at the end with --smoke)
 #   GD_HISTORY (1: gen_durable records the step history of every queue, to
@@ -50,11 +54,15 @@ SMOKE=no
 if [ "$SMOKE" = yes ]; then
 	: "${N_ENQUEUE:=500}" "${N_DRAIN:=500}" "${N_MIXED:=500}" "${N_LATENCY:=5}" "${N_SIGNAL:=5}"
 	: "${N_FSM:=100}" "${N_FANOUT:=3}" "${REPS:=1}" "${BACKLOGS:=100 1000}" "${TERMINAL:=1000}"
+	: "${N_INFLIGHT:=100}" "${INFLIGHT_AGE:=1}"
 else
 	: "${N_ENQUEUE:=200000}" "${N_DRAIN:=100000}" "${N_MIXED:=100000}" "${N_LATENCY:=1000}"
 	: "${N_SIGNAL:=1000}" "${N_FSM:=20000}" "${N_FANOUT:=1000}"
 	: "${REPS:=3}" "${BACKLOGS:=1000 100000 1000000}" "${TERMINAL:=1000000}"
+	: "${N_INFLIGHT:=10000}" "${INFLIGHT_AGE:=10}"
 fi
+# how long pick_inflight holds its claims before timing, read by bench.mjs
+export INFLIGHT_AGE
 # among prints the systems of the list $1 that are also in the list $2
 among() {
 	local s t
@@ -66,11 +74,12 @@ among() {
 }
 
 : "${CONCURRENCY:=4}" "${BATCH:=50}"
-: "${WORKLOADS:=enqueue drain mixed latency signal fsm fsm_inline fanout pick_backlog pick_terminal}"
+: "${WORKLOADS:=enqueue drain mixed latency signal fsm fsm_inline fanout pick_backlog pick_terminal pick_inflight}"
 : "${SYSTEMS:=gen_durable bare graphile_worker pg_boss}"
 # the 5-step machine: gen_durable's steps against the peers' chained jobs
 : "${FSM_SYSTEMS:=$SYSTEMS}"
-# claim latency as the backlog grows, against the bare table
+# claim latency as the backlog grows and with steps in flight, against the
+# bare table
 : "${BACKLOG_SYSTEMS:=$(among "$SYSTEMS" "gen_durable bare")}"
 
 # every (workload, n) to measure, of WORKLOADS: the backlog workloads once
@@ -87,6 +96,7 @@ for workload in $WORKLOADS; do
 		fanout) runs="$runs fanout:$N_FANOUT" ;;
 		pick_backlog) for size in $BACKLOGS; do runs="$runs pick_backlog:$size"; done ;;
 		pick_terminal) runs="$runs pick_terminal:$TERMINAL" ;;
+		pick_inflight) runs="$runs pick_inflight:$N_INFLIGHT" ;;
 		*) echo "run.sh: unknown workload $workload" >&2; exit 2 ;;
 	esac
 done
@@ -157,7 +167,7 @@ for run in $runs; do
 		fsm) systems=$FSM_SYSTEMS ;;
 		fsm_inline) systems=$(among "$FSM_SYSTEMS" gen_durable) ;;
 		fanout | signal) systems=$(among "$SYSTEMS" gen_durable) ;;
-		pick_backlog | pick_terminal) systems=$BACKLOG_SYSTEMS ;;
+		pick_backlog | pick_terminal | pick_inflight) systems=$BACKLOG_SYSTEMS ;;
 	esac
 	for system in $systems; do
 		for rep in $(seq "$REPS"); do

@@ -108,3 +108,22 @@ for rep in $(seq "$REPS"); do
 		case $v in mem_*) ;; *) one "$v" shared "$rep" ;; esac
 	done
 done
+
+# the medians of each variant and mode, with the ratios to the bare table on
+# one shared queue (what the engine and the bare table really run)
+python3 - "$OUT/runs.tsv" >"$OUT/results.md" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    v, m, _, jobs, wal, cpu = line.split('\t')
+    runs.setdefault((v, m), []).append((float(jobs), float(wal), float(cpu)))
+med = {k: [statistics.median(x[i] for x in r) for i in range(3)] for k, r in runs.items()}
+bare = med.get(('bare', 'shared'))
+print('| variant | queues | jobs/s | WAL bytes per job | server CPU µs per job | runs | jobs/s, WAL, CPU / bare shared |')
+print('|---|---|---|---|---|---|---|')
+for (v, m), (jobs, wal, cpu) in med.items():
+    ratio = '%.2f×, %.2f×, %.2f×' % (jobs / bare[0], wal / bare[1], cpu / bare[2]) if bare else ''
+    print('| %s | %s | %s | %.0f | %.1f | %d | %s |' % (
+        v, m, format(round(jobs), ','), wal, cpu, len(runs[(v, m)]), ratio))
+PY
+cat "$OUT/results.md"

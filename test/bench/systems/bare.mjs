@@ -20,7 +20,7 @@
 //   end of a run.
 
 import {
-	connect, enqueueWith, fillBacklog, inChunks, timeClaims, untilDone,
+	connect, enqueueWith, fillBacklog, holdClaims, inChunks, timeClaims, untilDone,
 } from './common.mjs';
 
 const SCHEMA = `
@@ -184,4 +184,10 @@ export async function backlogFill(env, runnable, terminal) {
 // pickAtBacklog times claims of 10 jobs, each rolled back
 export async function pickAtBacklog(env, samples) {
 	return timeClaims(env, samples, (c) => c.query(CLAIM, ['bench', 'bk', 10]));
+}
+
+// holdInFlight claims n jobs (committed: status running) and holds them
+// until end()
+export async function holdInFlight(env, n) {
+	return holdClaims(env, n, (c, name, k) => c.query(CLAIM, ['bench', name, k]));
 }

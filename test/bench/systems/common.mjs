@@ -1,7 +1,8 @@
 // systems/common.mjs - what the system drivers share: a connection, running
 // CONCURRENCY workers until a number of jobs is done (the drivers that run
 // their own worker loops: gen_durable, bare), bulk inserts cut into calls
-// of CHUNK jobs, a sleep, and the backlog workloads' fill and timed claims.
+// of CHUNK jobs, a sleep, the backlog workloads' fill and timed claims, and
+// the claims held by pick_inflight.
 
 // jobs per bulk insert call (gen_durable's insert_many takes at most 10,000)
 export const CHUNK = 10000;
@@ -91,4 +92,26 @@ export async function timeClaims(env, samples, claim) {
 	}
 	await c.end();
 	return ms;
+}
+
+// holdClaims claims n jobs and keeps them claimed without completing them:
+// the long steps in flight of pick_inflight.  env.concurrency holders, each
+// on a connection of its own, claim their share of n one after the other
+// with claim(client, name, k), in calls of at most CHUNK jobs, each
+// committed when it returns; the connections stay open (a system may tie a
+// claim to its session) until end(), which closes them.  Fails unless every
+// call claimed its k jobs.  The holdInFlight of the systems that have it.
+export async function holdClaims(env, n, claim) {
+	const holders = [];
+	for (let i = 0; i < env.concurrency; i++) {
+		const c = await connect(env);
+		holders.push(c);
+		const share = Math.floor(n / env.concurrency) + (i < n % env.concurrency ? 1 : 0);
+		await inChunks(share, async (k) => {
+			const { rows } = await claim(c, `h${i}`, k);
+			if (rows.length !== k)
+				throw new Error(`a holder claimed ${rows.length} of ${k}`);
+		});
+	}
+	return { end: () => Promise.all(holders.map((c) => c.end())) };
 }

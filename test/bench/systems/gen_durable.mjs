@@ -12,9 +12,10 @@
 // Fan-out: parents in one queue, run by one parent worker (a picker and a
 // spawner connection) that spawns their children and picks them again
 // once joined; CONCURRENCY workers run the children in another queue.
+// Claims in flight: holders pick with a 10-minute lease and flush nothing.
 
 import {
-	connect, enqueueWith, fillBacklog, inChunks, sleep, timeClaims, untilDone,
+	connect, enqueueWith, fillBacklog, holdClaims, inChunks, sleep, timeClaims, untilDone,
 } from './common.mjs';
 
 const QUEUE = 'bench';
@@ -321,4 +322,11 @@ export async function backlogFill(env, runnable, terminal) {
 export async function pickAtBacklog(env, samples) {
 	return timeClaims(env, samples,
 		(c) => c.query('SELECT id FROM gen_durable.pick($1, $2, batch => 10)', [QUEUE, 'bk']));
+}
+
+// holdInFlight picks n jobs with a lease longer than any run (10 minutes)
+// and holds them, neither flushed nor heartbeaten, until end()
+export async function holdInFlight(env, n) {
+	return holdClaims(env, n, (c, name, k) => c.query(
+		"SELECT id FROM gen_durable.pick($1, $2, batch => $3, lease => '10 min')", [QUEUE, name, k]));
 }
