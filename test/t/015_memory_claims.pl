@@ -19,7 +19,10 @@
 #    and the standby is promoted: within 15 s the 30 rows are runnable
 #    there with attempt 1;
 #  - neither server's log has an ERROR, FATAL or PANIC line naming
-#    gen_durable.
+#    gen_durable;
+#  - on a server whose claim table has 8 slots, a pick of 20 claims 8 in
+#    memory and 12 on their rows, a pick while it is full claims on the rows,
+#    and every outcome commits.
 
 use strict;
 use warnings FATAL => 'all';
@@ -170,4 +173,45 @@ for my $node ($primary, $standby)
 }
 
 $standby->stop;
+
+# --- a full claim table -----------------------------------------------------
+
+# with room for 8 claims, a pick of 20 claims 8 in memory and the rest on
+# their rows, and every outcome commits; a later pick, while the table is
+# full, claims on the rows
+my $small = PostgreSQL::Test::Cluster->new('mem_small');
+$small->init;
+$small->append_conf(
+	'postgresql.conf', qq(
+shared_preload_libraries = 'gen_durable'
+gen_durable.memory_claims = 8
+gen_durable.memory_claim_max_age = '1h'
+));
+$small->start;
+$small->safe_psql('postgres', 'CREATE EXTENSION gen_durable');
+$small->safe_psql('postgres', q{
+SELECT count(*) FROM gen_durable.insert_many((
+  SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'small')) FROM generate_series(1, 30)))});
+my $s1 = $small->background_psql('postgres');
+is( $s1->query_safe(q{
+CREATE TEMP TABLE got AS SELECT id, claim FROM gen_durable.pick('small', 's1', batch => 20, lease => '10 min');
+SELECT count(*) FROM got}), '20', 'a pick of 20 with room for 8 claims 20');
+is( $small->safe_psql(
+		'postgres', q{SELECT string_agg(in_memory || ':' || n, ' ' ORDER BY in_memory)
+  FROM (SELECT in_memory, count(*) n FROM gen_durable.claims GROUP BY 1) c}),
+	'false:12 true:8',
+	'8 in memory, 12 on their rows');
+is( $small->safe_psql(
+		'postgres', "SELECT count(*) FROM gen_durable.pick('small', 's2', batch => 20)"),
+	'10', 'a pick while the table is full claims the other 10 on their rows');
+is( $s1->query_safe(q{
+SELECT string_agg(applied || ':' || n, ' ') FROM (
+  SELECT f.applied, count(*) n FROM gen_durable.flush((
+    SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 's1', 'kind', 'done', 'claim', claim)) FROM got)) f
+   GROUP BY 1) x}), 'ok:20', 'the 20 outcomes commit, both kinds');
+$s1->quit;
+is($small->safe_psql('postgres', "SELECT count(*) FROM gen_durable._memory_claims()"),
+	'0', 'the table is empty again');
+$small->stop;
+
 done_testing();
