@@ -243,16 +243,17 @@ gd_claims_schema_ready(void)
 
 /*
  * gd_claims_usable says whether a pick by this worker may claim in memory
- * now: the table exists and has room, the session wants it, the name fits
- * and the schema is recent enough.
+ * now, on a schema that has what claims in memory need (the caller knows,
+ * gd_claims_schema_ready): the table exists and has room, the session
+ * wants it, and the name fits.
  */
 bool
-gd_claims_usable(const char *worker)
+gd_claims_usable(const char *worker, bool schema_ready)
 {
-	return claim_table != NULL && gen_durable_memory_claim_slots > 0 &&
+	return schema_ready && claim_table != NULL && gen_durable_memory_claim_slots > 0 &&
 		gen_durable_claim_in_memory && strlen(worker) < GD_CLAIM_WORKER_LEN &&
 		pg_atomic_read_u32(&claim_shared->count) < (uint32) gen_durable_memory_claim_slots &&
-		!RecoveryInProgress() && gd_claims_schema_ready();
+		!RecoveryInProgress();
 }
 
 /* an entry's place in the table: its key, hash value and partition lock */
@@ -329,6 +330,62 @@ unlock_all(void)
 
 	for (i = CLAIM_PARTITIONS - 1; i >= 0; i--)
 		LWLockRelease(&claim_shared->locks[i].lock);
+}
+
+/*
+ * copy_claims copies to *out (palloc'd) this database's entries, only the
+ * held ones when held_only, only worker's when worker is not NULL; the
+ * count is the result.
+ */
+static int
+copy_claims(const char *worker, bool held_only, GdClaim **out)
+{
+	HASH_SEQ_STATUS seq;
+	ClaimEntry *e;
+	int			n = 0;
+	int			max = 16;
+
+	*out = palloc(sizeof(GdClaim) * max);
+	if (claim_table == NULL)
+		return 0;
+	lock_all(LW_SHARED);
+	hash_seq_init(&seq, claim_table);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->key.dboid != MyDatabaseId ||
+			(held_only && e->c.state != GD_CLAIM_HELD) ||
+			(worker != NULL && strcmp(e->c.worker, worker) != 0))
+			continue;
+		if (n == max)
+		{
+			max *= 2;
+			*out = repalloc(*out, sizeof(GdClaim) * max);
+		}
+		(*out)[n++] = e->c;
+	}
+	unlock_all();
+	return n;
+}
+
+/*
+ * remove_claims removes every entry of database dboid (any database when
+ * InvalidOid) for which gone(entry, arg) says so.
+ */
+static void
+remove_claims(Oid dboid, bool (*gone) (ClaimEntry *e, const void *arg), const void *arg)
+{
+	HASH_SEQ_STATUS seq;
+	ClaimEntry *e;
+
+	lock_all(LW_EXCLUSIVE);
+	hash_seq_init(&seq, claim_table);
+	while ((e = hash_seq_search(&seq)) != NULL)
+		if ((!OidIsValid(dboid) || e->key.dboid == dboid) && gone(e, arg))
+		{
+			hash_search(claim_table, &e->key, HASH_REMOVE, NULL);
+			pg_atomic_sub_fetch_u32(&claim_shared->count, 1);
+		}
+	unlock_all();
 }
 
 /* ------------------------------------------------------ the local records */
@@ -696,30 +753,7 @@ gd_claim_extend(int64 id, const char *worker, TimestampTz lease, GdClaim *out)
 int
 gd_claims_of_worker(const char *worker, GdClaim **out)
 {
-	HASH_SEQ_STATUS seq;
-	ClaimEntry *e;
-	int			n = 0;
-	int			max = 16;
-
-	*out = palloc(sizeof(GdClaim) * max);
-	if (claim_table == NULL)
-		return 0;
-	lock_all(LW_SHARED);
-	hash_seq_init(&seq, claim_table);
-	while ((e = hash_seq_search(&seq)) != NULL)
-	{
-		if (e->key.dboid != MyDatabaseId || strcmp(e->c.worker, worker) != 0 ||
-			e->c.state != GD_CLAIM_HELD)
-			continue;
-		if (n == max)
-		{
-			max *= 2;
-			*out = repalloc(*out, sizeof(GdClaim) * max);
-		}
-		(*out)[n++] = e->c;
-	}
-	unlock_all();
-	return n;
+	return copy_claims(worker, true, out);
 }
 
 /*
@@ -728,23 +762,18 @@ gd_claims_of_worker(const char *worker, GdClaim **out)
  * ids of a new one would start again at 1.  The outcomes of those claims
  * are stale from then on.
  */
+/* any entry */
+static bool
+any_entry(ClaimEntry *e, const void *arg)
+{
+	return true;
+}
+
 void
 gd_claims_forget(Oid dboid)
 {
-	HASH_SEQ_STATUS seq;
-	ClaimEntry *e;
-
-	if (claim_table == NULL)
-		return;
-	lock_all(LW_EXCLUSIVE);
-	hash_seq_init(&seq, claim_table);
-	while ((e = hash_seq_search(&seq)) != NULL)
-		if (e->key.dboid == dboid)
-		{
-			hash_search(claim_table, &e->key, HASH_REMOVE, NULL);
-			pg_atomic_sub_fetch_u32(&claim_shared->count, 1);
-		}
-	unlock_all();
+	if (claim_table != NULL && OidIsValid(dboid))
+		remove_claims(dboid, any_entry, NULL);
 }
 
 /* ------------------------------------------------------------ replay */
@@ -805,24 +834,19 @@ gd_claim_restore_forget(Oid dboid, int64 id)
  * taken before older_than: during replay, those were settled or written to
  * their rows before the server stopped.
  */
+/* a held entry taken before *(TimestampTz *) arg */
+static bool
+held_before(ClaimEntry *e, const void *arg)
+{
+	return e->c.state == GD_CLAIM_HELD && e->c.claimed_at < *(const TimestampTz *) arg;
+}
+
 void
 gd_claims_prune(TimestampTz older_than)
 {
-	HASH_SEQ_STATUS seq;
-	ClaimEntry *e;
-
-	if (claim_table == NULL ||
-		pg_atomic_read_u32(&claim_shared->count) < (uint32) gen_durable_memory_claim_slots / 2)
-		return;
-	lock_all(LW_EXCLUSIVE);
-	hash_seq_init(&seq, claim_table);
-	while ((e = hash_seq_search(&seq)) != NULL)
-		if (e->c.state == GD_CLAIM_HELD && e->c.claimed_at < older_than)
-		{
-			hash_search(claim_table, &e->key, HASH_REMOVE, NULL);
-			pg_atomic_sub_fetch_u32(&claim_shared->count, 1);
-		}
-	unlock_all();
+	if (claim_table != NULL &&
+		pg_atomic_read_u32(&claim_shared->count) >= (uint32) gen_durable_memory_claim_slots / 2)
+		remove_claims(InvalidOid, held_before, &older_than);
 }
 
 /* compare_session orders session ids for bsearch */
@@ -851,13 +875,11 @@ int
 gd_claims_to_materialize(TimestampTz now, TimestampTz born_before, GdClaim **out,
 						 TimestampTz *next)
 {
-	HASH_SEQ_STATUS seq;
 	ClaimEntry *e;
 	GdClaim    *due;
 	int64	   *live;
 	int			nlive;
-	int			n = 0;
-	int			max = 16;
+	int			n;
 	int			kept = 0;
 	int			i;
 	TransactionId xid;
@@ -866,21 +888,7 @@ gd_claims_to_materialize(TimestampTz now, TimestampTz born_before, GdClaim **out
 	*next = 0;
 	if (claim_table == NULL || RecoveryInProgress())
 		return 0;
-	due = palloc(sizeof(GdClaim) * max);
-	lock_all(LW_SHARED);
-	hash_seq_init(&seq, claim_table);
-	while ((e = hash_seq_search(&seq)) != NULL)
-	{
-		if (e->key.dboid != MyDatabaseId || e->c.state != GD_CLAIM_HELD)
-			continue;
-		if (n == max)
-		{
-			max *= 2;
-			due = repalloc(due, sizeof(GdClaim) * max);
-		}
-		due[n++] = e->c;
-	}
-	unlock_all();
+	n = copy_claims(NULL, true, &due);
 	if (n == 0)
 		return 0;
 
@@ -1074,31 +1082,12 @@ Datum
 gen_durable_memory_claims(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	HASH_SEQ_STATUS seq;
-	ClaimEntry *e;
 	GdClaim    *all;
-	int			n = 0;
-	int			max = 16;
+	int			n;
 	int			i;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (claim_table == NULL)
-		return (Datum) 0;
-	all = palloc(sizeof(GdClaim) * max);
-	lock_all(LW_SHARED);
-	hash_seq_init(&seq, claim_table);
-	while ((e = hash_seq_search(&seq)) != NULL)
-	{
-		if (e->key.dboid != MyDatabaseId)
-			continue;
-		if (n == max)
-		{
-			max *= 2;
-			all = repalloc(all, sizeof(GdClaim) * max);
-		}
-		all[n++] = e->c;
-	}
-	unlock_all();
+	n = copy_claims(NULL, false, &all);
 
 	for (i = 0; i < n; i++)
 	{

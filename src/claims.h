@@ -83,7 +83,7 @@ extern void gd_claims_install_hooks(void);
 extern void gd_claims_init(void);
 
 extern bool gd_claims_schema_ready(void);
-extern bool gd_claims_usable(const char *worker);
+extern bool gd_claims_usable(const char *worker, bool schema_ready);
 extern GdTake gd_claim_take(int64 id, ItemPointer tid, int64 row_claim,
 							const char *worker, int64 session,
 							TimestampTz now, TimestampTz lease, int64 *claim);

@@ -490,7 +490,8 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz lease_expiry = gd_add_interval(now, args->lease);
 	int64		session = gd_claim_session();
-	bool		in_memory = gd_claims_usable(args->worker);
+	bool		schema_ready = gd_claims_schema_ready();
+	bool		in_memory = gd_claims_usable(args->worker, schema_ready);
 	GdMemoryCandidates mc;
 	RowCandidates rc = {NULL, NULL, 0};
 	SPITupleTable *flipped = NULL;
@@ -508,7 +509,7 @@ claim_once(PickArgs *args, ReturnSetInfo *rsinfo)
 						session, lease_expiry, &full);
 	read_row_candidates(&rc, &guarded_candidates_plan, args, now, false);
 	if (!in_memory || full)
-		read_row_candidates(&rc, gd_claims_schema_ready() ? &plain_locked_candidates_plan
+		read_row_candidates(&rc, schema_ready ? &plain_locked_candidates_plan
 							: &plain_locked_candidates_before_080_plan, args, now, true);
 
 	/* the row candidates among the batch's most urgent */
