@@ -7,7 +7,7 @@
 # test/gen_durable.conf, so the module is preloaded exactly as in production.
 
 EXTENSION   = gen_durable
-EXTVERSION  = 0.8.0
+EXTVERSION  = 0.9.0
 MODULE_big  = gen_durable
 OBJS        = src/gen_durable.o \
               src/spi_util.o \
@@ -35,6 +35,7 @@ OBJS        = src/gen_durable.o \
               src/lease.o \
               src/cancel.o \
               src/maintenance.o \
+              src/archive.o \
               src/shmem.o \
               src/aftercommit.o \
               src/stats.o \

@@ -1,5 +1,5 @@
 -- upgrade.sql: the complete install script of the current version
--- (sql/gen_durable--0.8.0.sql, what CREATE EXTENSION gen_durable runs)
+-- (sql/gen_durable--0.9.0.sql, what CREATE EXTENSION gen_durable runs)
 -- gives exactly what every upgrade path gives: from each released version
 -- (CREATE EXTENSION gen_durable VERSION 'X' installs it), stepping
 -- through each later release in turn, on data that uses the features of
@@ -37,7 +37,7 @@ SELECT version, superuser, relocatable, schema, requires
 SELECT * FROM pg_extension_update_paths('gen_durable') WHERE path IS NOT NULL ORDER BY 1, 2;
 
 ------------------------------------------------------------------------
--- a fresh install of the default version: gen_durable--0.8.0.sql alone
+-- a fresh install of the default version: gen_durable--0.9.0.sql alone
 -- (no update script ran: the columns that updates added with a default
 -- would have their value "missing" in the rows that were there), in a
 -- cluster without the extension's roles
@@ -81,4 +81,6 @@ SELECT count(*) AS left FROM pg_temp.describe();
 \set from 0.6.0
 \i test/upgrade/path.sql
 \set from 0.7.0
+\i test/upgrade/path.sql
+\set from 0.8.0
 \i test/upgrade/path.sql

@@ -732,7 +732,7 @@ static GdPlan owned_plan = {
 	"           AND EXISTS (SELECT 1 FROM gen_durable.limits g"
 	"                        WHERE g.kind = 'conc' AND g.name = i.concurrency_name) AS gated,"
 	"         i.rate_limit, i.weight, i.priority, i.eligible_at"
-	"    FROM gen_durable.instances i"
+	"    FROM ONLY gen_durable.instances i"
 	"   WHERE i.id = ANY ($1) AND i.locked_by = $2 AND i.status = 'executing'"
 	"   ORDER BY i.id FOR NO KEY UPDATE OF i"
 	") l ORDER BY l.priority, l.eligible_at, l.id",
@@ -742,7 +742,7 @@ static GdPlan owned_plan = {
 
 /* admit(): record the gate slots taken on the rows */
 static GdPlan stamp_plan = {
-	"UPDATE gen_durable.instances i SET concurrency_shard = s.shard"
+	"UPDATE ONLY gen_durable.instances i SET concurrency_shard = s.shard"
 	"  FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int2[]))"
 	"       AS s(id, shard)"
 	" WHERE i.id = s.id AND i.locked_by = $3 AND i.status = 'executing'",

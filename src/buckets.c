@@ -91,7 +91,7 @@ static GdPlan rate_gc_plan = {
 	"               THEN COALESCE(i.concurrency_shard, 0) % p.shards" \
 	"               ELSE COALESCE(i.concurrency_shard, 0) END)::int2 AS shard," \
 	"         pg_catalog.count(*) AS n" \
-	"    FROM gen_durable.instances i" \
+	"    FROM ONLY gen_durable.instances i" \
 	"    LEFT JOIN gen_durable.limits p" \
 	"           ON p.kind = 'conc' AND p.name = i.concurrency_name" \
 	"   WHERE i.status = 'executing' AND i.concurrency_key = ANY (ARRAY(SELECT key FROM keys))" \
@@ -145,7 +145,7 @@ static GdPlan gate_lock_plan = {
 
 /* the keys of a gate that executing rows hold, whether or not they have buckets */
 static GdPlan gate_holders_plan = {
-	"SELECT DISTINCT concurrency_key FROM gen_durable.instances"
+	"SELECT DISTINCT concurrency_key FROM ONLY gen_durable.instances"
 	" WHERE status = 'executing' AND concurrency_name = $1 AND concurrency_key IS NOT NULL",
 	1,
 	{TEXTOID},

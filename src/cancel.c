@@ -44,14 +44,14 @@ PG_FUNCTION_INFO_V1(gen_durable_retry);
  */
 static GdPlan retry_plan = {
 	"WITH r AS ("
-	"  UPDATE gen_durable.instances"
+	"  UPDATE ONLY gen_durable.instances"
 	"     SET status = 'runnable', attempt = 0, step = COALESCE($2, step),"
 	"         eligible_at = $3, error = NULL, result = NULL, awaits = NULL,"
 	"         timed_out = false, updated_at = $3"
 	"   WHERE id = $1 AND status IN ('failed', 'cancelled')"
 	"   RETURNING queue, parent_id, parent_round"
 	"), reopened AS ("
-	"  UPDATE gen_durable.instances p"
+	"  UPDATE ONLY gen_durable.instances p"
 	"     SET children_pending = p.children_pending + 1, updated_at = $3"
 	"    FROM r"
 	"   WHERE p.id = r.parent_id AND p.spawn_round = r.parent_round"

@@ -56,6 +56,7 @@
 
 #include "admit.h"
 #include "aftercommit.h"
+#include "archive.h"
 #include "args.h"
 #include "claims.h"
 #include "credit.h"
@@ -91,11 +92,11 @@ static GdPlan lock_plan = {
 	"         i.steps, i.max_steps"
 	"    FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::text[]))"
 	"         AS k(id, kind)"
-	"    JOIN gen_durable.instances i ON i.id = k.id"
+	"    JOIN ONLY gen_durable.instances i ON i.id = k.id"
 	"), doomed AS ("
 	"  SELECT c.id FROM ent e"
-	"    JOIN gen_durable.instances p ON p.id = e.parent_id"
-	"    JOIN gen_durable.instances c ON c.parent_id = p.id AND c.parent_round = p.spawn_round"
+	"    JOIN ONLY gen_durable.instances p ON p.id = e.parent_id"
+	"    JOIN ONLY gen_durable.instances c ON c.parent_id = p.id AND c.parent_round = p.spawn_round"
 	"   WHERE p.join_policy = 'first_error' AND p.status = 'awaiting_children'"
 	"     AND p.spawn_round = e.parent_round"
 	"     AND c.status NOT IN ('done', 'failed', 'cancelled')"
@@ -104,7 +105,7 @@ static GdPlan lock_plan = {
 	"          OR (e.kind IN ('next', 'await', 'spawn')"
 	"              AND e.max_steps IS NOT NULL AND e.steps + 1 > e.max_steps))"
 	"  UNION"
-	"  SELECT c.id FROM doomed d JOIN gen_durable.instances c ON c.parent_id = d.id"
+	"  SELECT c.id FROM doomed d JOIN ONLY gen_durable.instances c ON c.parent_id = d.id"
 	"   WHERE c.status NOT IN ('done', 'failed', 'cancelled')"
 	")"
 	"SELECT id, status::text, locked_by, attempt, max_attempts, steps, max_steps,"
@@ -116,7 +117,7 @@ static GdPlan lock_plan = {
 	"       COALESCE(history, EXISTS (SELECT 1 FROM gen_durable.queue_settings q"
 	"                                  WHERE q.queue = instances.queue AND q.history)),"
 	"       ctid"
-	"  FROM gen_durable.instances"
+	"  FROM ONLY gen_durable.instances"
 	" WHERE id = ANY ($1 || ARRAY(SELECT parent_id FROM ent WHERE parent_id IS NOT NULL)"
 	"                    || ARRAY(SELECT id FROM doomed))"
 	" ORDER BY id FOR NO KEY UPDATE",
@@ -153,107 +154,224 @@ static const Oid update_col_types[UC_NCOLS] = {
 	TIDOID, INT8OID
 };
 
-static GdPlan update_plan = {
-	"WITH o AS ("
-	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), "
-	"                     pg_catalog.unnest($2::text[]), "
-	"                     pg_catalog.unnest($3::text[]), "
-	"                     pg_catalog.unnest($4::text[]), "
-	"                     pg_catalog.unnest($5::jsonb[]), "
-	"                     pg_catalog.unnest($6::int4[]), "
-	"                     pg_catalog.unnest($7::int8[]), "
-	"                     pg_catalog.unnest($8::timestamptz[]), "
-	"                     pg_catalog.unnest($9::timestamptz[]), "
-	"                     pg_catalog.unnest($10::jsonb[]), "
-	"                     pg_catalog.unnest($11::bool[]), "
-	"                     pg_catalog.unnest($12::timestamptz[]), "
-	"                     pg_catalog.unnest($13::bool[]), "
-	"                     pg_catalog.unnest($14::text[]), "
-	"                     pg_catalog.unnest($15::float8[]), "
-	"                     pg_catalog.unnest($16::bool[]), "
-	"                     pg_catalog.unnest($17::text[]), "
-	"                     pg_catalog.unnest($18::int4[]), "
-	"                     pg_catalog.unnest($19::jsonb[]), "
-	"                     pg_catalog.unnest($20::jsonb[]), "
-	"                     pg_catalog.unnest($21::int4[]), "
-	"                     pg_catalog.unnest($22::text[]), "
-	"                     pg_catalog.unnest($23::int4[]), "
-	"                     pg_catalog.unnest($24::int2[]), "
-	"                     pg_catalog.unnest($25::int8[]), "
-	"                     pg_catalog.unnest($26::tid[]), "
-	"                     pg_catalog.unnest($27::int8[]))"
-	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease,"
-	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key,"
-	"         concurrency_key, fsm_version, result, error, children, join_policy,"
-	"         spawn_round, shard, claim, tid, session)"
-	"), s AS ("
-	"  SELECT COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE history), '{}') AS history_queues,"
-	"         COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE paused_at IS NOT NULL), '{}')"
-	"           AS paused_queues"
-	"    FROM gen_durable.queue_settings"
-	"), u AS ("
-	"  UPDATE gen_durable.instances i"
-	"     SET status = o.status::gen_durable.status,"
-	"         step = COALESCE(o.step, i.step),"
-	"         state = COALESCE(o.state, i.state),"
-	"         attempt = COALESCE(i.attempt + o.attempt, 0),"
-	"         steps = i.steps + o.steps,"
-	"         eligible_at = COALESCE(o.eligible_at, i.eligible_at),"
-	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END,"
-	"         claim_session = CASE WHEN o.status = 'executing'"
-	"                              THEN COALESCE(o.session, i.claim_session) END,"
-	"         claim = CASE WHEN o.tid IS NOT NULL THEN o.claim ELSE i.claim END"
-	"                 + CASE WHEN o.status = 'executing' THEN 1 ELSE 0 END,"
-	"         lease_expires_at = o.lease,"
-	"         awaits = CASE WHEN o.keep_wake THEN i.awaits"
-	"                       WHEN o.awaits IS NOT NULL THEN"
-	"                            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(o.awaits))"
-	"                  END,"
-	"         timed_out = o.keep_wake AND i.timed_out,"
-	"         await_deadline = o.deadline,"
-	"         presented = CASE WHEN o.status = 'awaiting_signal' THEN i.presented END,"
-	"         rate_limit = CASE WHEN o.set_rate THEN o.rate_limit ELSE i.rate_limit END,"
-	"         weight = COALESCE(o.weight, i.weight),"
-	"         concurrency_key = CASE WHEN o.set_key THEN o.concurrency_key"
-	"                                ELSE i.concurrency_key END,"
-	"         concurrency_shard = o.shard,"
-	"         fsm_version = COALESCE(o.fsm_version, i.fsm_version),"
-	"         result = COALESCE(o.result, i.result),"
-	"         error = CASE WHEN o.status = 'done' THEN NULL"
-	"                      ELSE COALESCE(o.error, i.error) END,"
-	"         children_pending = COALESCE(o.children, i.children_pending),"
-	"         children_total = COALESCE(o.children, i.children_total),"
-	"         join_policy = COALESCE(o.join_policy, i.join_policy),"
-	"         spawn_round = COALESCE(o.spawn_round, i.spawn_round),"
-	"         updated_at = $28"
-	"    FROM o, s"
-	"   WHERE i.id = o.id"
-	"     AND CASE WHEN o.tid IS NOT NULL THEN i.ctid = o.tid AND i.status = 'runnable'"
-	"              ELSE i.locked_by = o.worker AND (o.claim IS NULL OR i.claim = o.claim) END"
-	"     AND (NOT $29 OR (i.concurrency_shard IS NULL AND i.parent_id IS NULL"
-	"                      AND i.presented IS NULL"
-	"                      AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues))"
-	"                      AND (o.status <> 'executing' OR i.queue <> ALL (s.paused_queues))"
-	"                      AND (o.steps = 0 OR i.max_steps IS NULL"
-	"                           OR i.steps < i.max_steps)))"
-	"  RETURNING i.id,"
-	"            CASE WHEN o.status = 'executing'"
-	"                 THEN (SELECT pg_catalog.to_jsonb(j)"
-	"                         FROM (SELECT " GD_JOB_COLUMNS("i") ") j) END AS job,"
-	"            i.queue, i.concurrency_key"
+/*
+ * The outcomes as rows (o), and the queue settings the fast guards read
+ * (s): the head of both forms of the guarded UPDATE.
+ */
+#define UPDATE_INPUT \
+	"WITH o AS (" \
+	"  SELECT * FROM ROWS FROM (pg_catalog.unnest($1::int8[]), " \
+	"                     pg_catalog.unnest($2::text[]), " \
+	"                     pg_catalog.unnest($3::text[]), " \
+	"                     pg_catalog.unnest($4::text[]), " \
+	"                     pg_catalog.unnest($5::jsonb[]), " \
+	"                     pg_catalog.unnest($6::int4[]), " \
+	"                     pg_catalog.unnest($7::int8[]), " \
+	"                     pg_catalog.unnest($8::timestamptz[]), " \
+	"                     pg_catalog.unnest($9::timestamptz[]), " \
+	"                     pg_catalog.unnest($10::jsonb[]), " \
+	"                     pg_catalog.unnest($11::bool[]), " \
+	"                     pg_catalog.unnest($12::timestamptz[]), " \
+	"                     pg_catalog.unnest($13::bool[]), " \
+	"                     pg_catalog.unnest($14::text[]), " \
+	"                     pg_catalog.unnest($15::float8[]), " \
+	"                     pg_catalog.unnest($16::bool[]), " \
+	"                     pg_catalog.unnest($17::text[]), " \
+	"                     pg_catalog.unnest($18::int4[]), " \
+	"                     pg_catalog.unnest($19::jsonb[]), " \
+	"                     pg_catalog.unnest($20::jsonb[]), " \
+	"                     pg_catalog.unnest($21::int4[]), " \
+	"                     pg_catalog.unnest($22::text[]), " \
+	"                     pg_catalog.unnest($23::int4[]), " \
+	"                     pg_catalog.unnest($24::int2[]), " \
+	"                     pg_catalog.unnest($25::int8[]), " \
+	"                     pg_catalog.unnest($26::tid[]), " \
+	"                     pg_catalog.unnest($27::int8[]))" \
+	"    AS o(id, worker, status, step, state, attempt, steps, eligible_at, lease," \
+	"         awaits, keep_wake, deadline, set_rate, rate_limit, weight, set_key," \
+	"         concurrency_key, fsm_version, result, error, children, join_policy," \
+	"         spawn_round, shard, claim, tid, session)" \
+	"), s AS (" \
+	"  SELECT COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE history), '{}') AS history_queues," \
+	"         COALESCE(pg_catalog.array_agg(queue) FILTER (WHERE paused_at IS NOT NULL), '{}')" \
+	"           AS paused_queues" \
+	"    FROM gen_durable.queue_settings" \
 	")"
+
+/*
+ * What an outcome o makes of the columns of the row r it applies to that
+ * are not simply the outcome's: the SET list of the UPDATE, and the row a
+ * moved instance becomes in the archive.
+ */
+#define NEW_STEP(r)			"COALESCE(o.step, " r ".step)"
+#define NEW_STATE(r)		"COALESCE(o.state, " r ".state)"
+#define NEW_ATTEMPT(r)		"COALESCE(" r ".attempt + o.attempt, 0)"
+#define NEW_STEPS(r)		r ".steps + o.steps"
+#define NEW_ELIGIBLE_AT(r)	"COALESCE(o.eligible_at, " r ".eligible_at)"
+#define NEW_CLAIM(r) \
+	"CASE WHEN o.tid IS NOT NULL THEN o.claim ELSE " r ".claim END" \
+	"  + CASE WHEN o.status = 'executing' THEN 1 ELSE 0 END"
+#define NEW_RATE_LIMIT(r)	"CASE WHEN o.set_rate THEN o.rate_limit ELSE " r ".rate_limit END"
+#define NEW_WEIGHT(r)		"COALESCE(o.weight, " r ".weight)"
+#define NEW_CONCURRENCY_KEY(r) \
+	"CASE WHEN o.set_key THEN o.concurrency_key ELSE " r ".concurrency_key END"
+#define NEW_FSM_VERSION(r)	"COALESCE(o.fsm_version, " r ".fsm_version)"
+#define NEW_RESULT(r)		"COALESCE(o.result, " r ".result)"
+#define NEW_ERROR(r) \
+	"CASE WHEN o.status = 'done' THEN NULL ELSE COALESCE(o.error, " r ".error) END"
+#define NEW_CHILDREN_PENDING(r) "COALESCE(o.children, " r ".children_pending)"
+#define NEW_CHILDREN_TOTAL(r) "COALESCE(o.children, " r ".children_total)"
+#define NEW_JOIN_POLICY(r)	"COALESCE(o.join_policy, " r ".join_policy)"
+#define NEW_SPAWN_ROUND(r)	"COALESCE(o.spawn_round, " r ".spawn_round)"
+
+/*
+ * Whether the entry o still owns the row i: the version its claim in
+ * memory names, still runnable; or its claim on the row, when it names
+ * one the latest.
+ */
+#define OWNS_ROW \
+	"CASE WHEN o.tid IS NOT NULL THEN i.ctid = o.tid AND i.status = 'runnable'" \
+	"     ELSE i.locked_by = o.worker AND (o.claim IS NULL OR i.claim = o.claim) END"
+
+/* the fast path's guards ($29, see the file header) */
+#define FAST_GUARDS \
+	"(i.concurrency_shard IS NULL AND i.parent_id IS NULL" \
+	" AND i.presented IS NULL" \
+	" AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues))" \
+	" AND (o.status <> 'executing' OR i.queue <> ALL (s.paused_queues))" \
+	" AND (o.steps = 0 OR i.max_steps IS NULL OR i.steps < i.max_steps))"
+
+/*
+ * Whether an entry's instance leaves the live table for the archive
+ * (archive.h) when the fast path applies it: it ends done, and nothing
+ * addresses it but its id (no metadata for find's index, no correlation
+ * key for the unique guard).
+ */
+#define MOVES \
+	"(o.status = 'done' AND i.metadata IS NULL AND i.correlation_key IS NULL)"
+
+/* the guarded UPDATE itself, with the condition more_guards adds */
+#define UPDATE_CTE(more_guards) \
+	"u AS (" \
+	"  UPDATE ONLY gen_durable.instances i" \
+	"     SET status = o.status::gen_durable.status," \
+	"         step = " NEW_STEP("i") "," \
+	"         state = " NEW_STATE("i") "," \
+	"         attempt = " NEW_ATTEMPT("i") "," \
+	"         steps = " NEW_STEPS("i") "," \
+	"         eligible_at = " NEW_ELIGIBLE_AT("i") "," \
+	"         locked_by = CASE WHEN o.status = 'executing' THEN o.worker END," \
+	"         claim_session = CASE WHEN o.status = 'executing'" \
+	"                              THEN COALESCE(o.session, i.claim_session) END," \
+	"         claim = " NEW_CLAIM("i") "," \
+	"         lease_expires_at = o.lease," \
+	"         awaits = CASE WHEN o.keep_wake THEN i.awaits" \
+	"                       WHEN o.awaits IS NOT NULL THEN" \
+	"                            ARRAY(SELECT pg_catalog.jsonb_array_elements_text(o.awaits))" \
+	"                  END," \
+	"         timed_out = o.keep_wake AND i.timed_out," \
+	"         await_deadline = o.deadline," \
+	"         presented = CASE WHEN o.status = 'awaiting_signal' THEN i.presented END," \
+	"         rate_limit = " NEW_RATE_LIMIT("i") "," \
+	"         weight = " NEW_WEIGHT("i") "," \
+	"         concurrency_key = " NEW_CONCURRENCY_KEY("i") "," \
+	"         concurrency_shard = o.shard," \
+	"         fsm_version = " NEW_FSM_VERSION("i") "," \
+	"         result = " NEW_RESULT("i") "," \
+	"         error = " NEW_ERROR("i") "," \
+	"         children_pending = " NEW_CHILDREN_PENDING("i") "," \
+	"         children_total = " NEW_CHILDREN_TOTAL("i") "," \
+	"         join_policy = " NEW_JOIN_POLICY("i") "," \
+	"         spawn_round = " NEW_SPAWN_ROUND("i") "," \
+	"         updated_at = $28" \
+	"    FROM o, s" \
+	"   WHERE i.id = o.id AND " OWNS_ROW \
+	"     AND (NOT $29 OR " FAST_GUARDS ")" more_guards \
+	"  RETURNING i.id," \
+	"            CASE WHEN o.status = 'executing'" \
+	"                 THEN (SELECT pg_catalog.to_jsonb(j)" \
+	"                         FROM (SELECT " GD_JOB_COLUMNS("i") ") j) END AS job," \
+	"            i.queue, i.concurrency_key" \
+	")"
+
+#define UPDATE_ARGTYPES \
+	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, \
+		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, \
+		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID, \
+		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID, \
+	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID, \
+	INT2ARRAYOID, INT8ARRAYOID, TIDARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID}
+
+/*
+ * The guarded UPDATE (4b): every owned entry's row, in one statement; with
+ * $29 the fast path's guards as well.  Returns (id, job, queue,
+ * concurrency_key) per row written.
+ */
+static GdPlan update_plan = {
+	UPDATE_INPUT ", " UPDATE_CTE("")
 	"SELECT id, job, queue, concurrency_key FROM u",
 	29,
-	{INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-		INT4ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID,
-		JSONBARRAYOID, BOOLARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID,
-		TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	JSONBARRAYOID, JSONBARRAYOID, INT4ARRAYOID, TEXTARRAYOID, INT4ARRAYOID,
-	INT2ARRAYOID, INT8ARRAYOID, TIDARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID}
+	UPDATE_ARGTYPES
 };
 
+/*
+ * The fast path's form when finished instances are archived (0.9.0): the
+ * entries that move (MOVES) are deleted from the live table and inserted,
+ * as the row the UPDATE would have made, into the open archive segment,
+ * whose number goes between MOVE_HEAD and MOVE_TAIL (one plan per
+ * segment, move_plan); the UPDATE writes the others.  Both write a row in
+ * id order.  The result is update_plan's, a moved entry with no job.
+ */
+#define MOVE_HEAD \
+	UPDATE_INPUT ", d AS (" \
+	"  DELETE FROM ONLY gen_durable.instances i USING o, s" \
+	"   WHERE i.id = o.id AND $29 AND " MOVES " AND " OWNS_ROW " AND " FAST_GUARDS \
+	"  RETURNING i.*" \
+	"), a AS (" \
+	"  INSERT INTO gen_durable.finished_"
+#define MOVE_TAIL \
+	" (id, fsm, fsm_version, step, state, attempt, max_attempts, steps, max_steps," \
+	"  result, error, status, queue, priority, eligible_at, locked_by, lease_expires_at," \
+	"  concurrency_key, concurrency_shard, rate_limit, weight, awaits, await_deadline," \
+	"  presented, timed_out, parent_id, child_index, children_pending, children_total," \
+	"  join_policy, correlation_key, correlation_scope, metadata, inserted_at, updated_at," \
+	"  claim_session, spawn_round, parent_round, claim, history)" \
+	"  SELECT d.id, d.fsm, " NEW_FSM_VERSION("d") ", " NEW_STEP("d") ", " NEW_STATE("d") "," \
+	"         " NEW_ATTEMPT("d") ", d.max_attempts, " NEW_STEPS("d") ", d.max_steps," \
+	"         " NEW_RESULT("d") ", " NEW_ERROR("d") ", 'done', d.queue, d.priority," \
+	"         " NEW_ELIGIBLE_AT("d") ", NULL, NULL, " NEW_CONCURRENCY_KEY("d") ", NULL," \
+	"         " NEW_RATE_LIMIT("d") ", " NEW_WEIGHT("d") ", NULL, NULL, NULL, false," \
+	"         d.parent_id, d.child_index, " NEW_CHILDREN_PENDING("d") "," \
+	"         " NEW_CHILDREN_TOTAL("d") ", " NEW_JOIN_POLICY("d") ", d.correlation_key," \
+	"         d.correlation_scope, d.metadata, d.inserted_at, $28, NULL," \
+	"         " NEW_SPAWN_ROUND("d") ", d.parent_round, " NEW_CLAIM("d") ", d.history" \
+	"    FROM d JOIN o ON o.id = d.id" \
+	"), " UPDATE_CTE(" AND NOT " MOVES) \
+	"SELECT id, job, queue, concurrency_key FROM u" \
+	" UNION ALL SELECT id, NULL, queue, NULL FROM d"
+
+/*
+ * move_plan returns the fast path's statement for archive segment seg,
+ * prepared on first use like every GdPlan.
+ */
+static GdPlan *
+move_plan(int seg)
+{
+	static GdPlan plans[GD_ARCHIVE_SEGMENTS];
+	static const GdPlan proto = {NULL, 29, UPDATE_ARGTYPES};
+
+	Assert(seg >= 0 && seg < GD_ARCHIVE_SEGMENTS);
+	if (plans[seg].sql == NULL)
+	{
+		plans[seg] = proto;
+		plans[seg].sql = MemoryContextStrdup(TopMemoryContext,
+											 psprintf("%s%d%s", MOVE_HEAD, seg, MOVE_TAIL));
+	}
+	return &plans[seg];
+}
+
 static GdPlan recheck_plan = {
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET status = 'runnable', eligible_at = $2, await_deadline = NULL, updated_at = $2"
 	" WHERE i.id = ANY ($1) AND i.status = 'awaiting_signal'"
 	"   AND EXISTS (SELECT 1 FROM gen_durable.signals s"
@@ -321,6 +439,7 @@ typedef struct Entry
 	bool		written;		/* its row is updated (by either path) */
 	bool		has_shard;		/* continue: the slot admission gave it ... */
 	int16		shard;			/* ... of this shard */
+	bool		archived;		/* its instance is in the archive (archive.h) */
 	bool		mem;			/* its claim is in memory, settling (claims.h): */
 	GdClaim		claim;			/* ... this one */
 } Entry;
@@ -429,7 +548,8 @@ decide(Entry *e, LockedRow *rows, int nrows)
 		GdClaim		held;
 
 		e->applied = "stale";
-		e->detail = r == NULL ? "no such instance" : "the claim is no longer held by this worker";
+		e->detail = r == NULL && !e->archived ? "no such instance"
+			: "the claim is no longer held by this worker";
 		/* the worker holds a later claim in memory */
 		if (r != NULL && o->has_claim && !e->mem && gd_claim_find(o->id, &held) &&
 			strcmp(held.worker, o->worker) == 0)
@@ -733,6 +853,47 @@ overlay_memory_claims(Entry **byid, int nvalid, LockedRow *rows, int nrows)
 	}
 }
 
+/* which of the ids the live table does not have are in the archive */
+static GdPlan archived_plan = {
+	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1)",
+	1,
+	{INT8ARRAYOID}
+};
+
+/*
+ * mark_archived marks the entries whose instance the lock statement did
+ * not find (it reads the live table only) but the archive has: their
+ * outcome comes after the end of the instance, and is stale as any late
+ * outcome is.  A statement only when such entries exist (a resent
+ * outcome).
+ */
+static void
+mark_archived(Entry **byid, int nvalid, LockedRow *rows, int nrows)
+{
+	int64	   *missing = palloc(sizeof(int64) * Max(nvalid, 1));
+	Datum		values[1];
+	int			nmissing = 0;
+	int			found;
+	int			i;
+
+	for (i = 0; i < nvalid; i++)
+		if (!byid[i]->written && find_row(rows, nrows, byid[i]->o->id) == NULL)
+			missing[nmissing++] = byid[i]->o->id;
+	if (nmissing == 0)
+		return;
+	values[0] = PointerGetDatum(gd_int8_array(missing, nmissing));
+	found = gd_execute(&archived_plan, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < found; i++)
+	{
+		int64		id = gd_result_int64(i, 1);
+		int			k;
+
+		for (k = 0; k < nvalid; k++)
+			if (byid[k]->o->id == id)
+				byid[k]->archived = true;
+	}
+}
+
 /*
  * compare_entries orders entries by id, then by input position.
  */
@@ -943,7 +1104,7 @@ credit_leaving(Entry *entries, int n)
 
 /* the continued entries that a first_error cascade of this flush ended */
 static GdPlan ended_plan = {
-	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1) AND status <> 'executing'",
+	"SELECT id FROM ONLY gen_durable.instances WHERE id = ANY ($1) AND status <> 'executing'",
 	1,
 	{INT8ARRAYOID}
 };
@@ -1039,7 +1200,8 @@ pending(Entry *e)
  * update_entries runs the guarded UPDATE (4b) for every pending entry, in
  * id order (byid: the fast path locks the rows as it writes them, in the
  * order every locker uses, I-23), and returns how many rows it wrote; fast
- * adds the fast path's guards.
+ * adds the fast path's guards, and moves the instances that end done to
+ * the open archive segment when archiving is on (archive.h).
  */
 static int
 update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
@@ -1047,15 +1209,28 @@ update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
 	UpdateCols	cols;
 	Datum		values[UC_NCOLS + 2];
 	char		nulls[UC_NCOLS + 2];
+	GdPlan	   *plan = &update_plan;
+	int			dones = 0;
 	int			m = 0;
 	int			rows;
 	int			i;
 	int			c;
 
 	for (i = 0; i < nvalid; i++)
-		m += pending(byid[i]) ? 1 : 0;
+		if (pending(byid[i]))
+		{
+			m++;
+			dones += byid[i]->act == ACT_DONE ? 1 : 0;
+		}
 	if (m == 0)
 		return 0;
+	if (fast && dones > 0)
+	{
+		int			seg = gd_archive_open_segment();
+
+		if (seg >= 0)
+			plan = move_plan(seg);
+	}
 	for (c = 0; c < UC_NCOLS; c++)
 	{
 		cols.v[c] = palloc(sizeof(Datum) * m);
@@ -1071,7 +1246,7 @@ update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
 	values[UC_NCOLS] = TimestampTzGetDatum(now);
 	values[UC_NCOLS + 1] = BoolGetDatum(fast);
 	memset(nulls, ' ', sizeof(nulls));
-	rows = gd_execute(&update_plan, values, nulls, SPI_OK_SELECT);
+	rows = gd_execute(plan, values, nulls, SPI_OK_SELECT);
 	if (!fast && rows != cols.n)
 		elog(ERROR, "flush updated %d of %d owned instances", rows, cols.n);
 	return rows;
@@ -1349,6 +1524,7 @@ gen_durable_flush(PG_FUNCTION_ARGS)
 		nrows = gd_execute(&lock_plan, values, NULL, SPI_OK_SELECT);
 		rows = read_locked(nrows);
 		overlay_memory_claims(byid, nvalid, rows, nrows);
+		mark_archived(byid, nvalid, rows, nrows);
 	}
 	for (i = 0; i < n; i++)
 	{

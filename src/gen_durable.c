@@ -27,6 +27,7 @@
 #include "aftercommit.h"
 #include "claim_log.h"
 #include "claims.h"
+#include "archive.h"
 #include "gen_durable.h"
 #include "launcher.h"
 #include "privilege_hint.h"
@@ -128,6 +129,7 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 
 	gd_claims_define_gucs();
+	gd_archive_define_gucs();
 	MarkGUCPrefixReserved("gen_durable");
 	gd_aftercommit_init();
 	gd_claims_init();

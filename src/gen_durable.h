@@ -26,7 +26,7 @@
 extern void _PG_init(void);
 
 /* the schema version this library installs */
-#define GD_SCHEMA_VERSION		"0.8.0"
+#define GD_SCHEMA_VERSION		"0.9.0"
 
 /*
  * Every installed schema version whose tables and functions this library's
@@ -36,7 +36,7 @@ extern void _PG_init(void);
  * on a schema older than 0.8.0 every claim is written to its row, see
  * claims.c.)
  */
-#define GD_SCHEMA_VERSIONS_SERVED	{"0.6.0", "0.7.0", "0.8.0"}
+#define GD_SCHEMA_VERSIONS_SERVED	{"0.6.0", "0.7.0", "0.8.0", "0.9.0"}
 
 /* ---- engine-wide limits ---- */
 

@@ -152,7 +152,7 @@ static GdPlan insert_many_history_plan = {
 
 /* the occupants of keys whose duplicates had no winner inside the batch */
 static GdPlan resolve_plan = {
-	"SELECT correlation_guard, id FROM gen_durable.instances"
+	"SELECT correlation_guard, id FROM ONLY gen_durable.instances"
 	" WHERE correlation_guard = ANY ($1)",
 	1,
 	{TEXTARRAYOID}

@@ -47,17 +47,17 @@ PG_FUNCTION_INFO_V1(gen_durable_release);
  */
 static GdPlan heartbeat_plan = {
 	"WITH l AS ("
-	"  SELECT id FROM gen_durable.instances"
+	"  SELECT id FROM ONLY gen_durable.instances"
 	"   WHERE id = ANY ($1) AND locked_by = $2"
 	"   ORDER BY id FOR NO KEY UPDATE SKIP LOCKED"
 	"), u AS ("
-	"  UPDATE gen_durable.instances i SET lease_expires_at = $3, updated_at = $4"
+	"  UPDATE ONLY gen_durable.instances i SET lease_expires_at = $3, updated_at = $4"
 	"    FROM l WHERE i.id = l.id AND i.locked_by = $2 AND i.status = 'executing'"
 	"  RETURNING i.id"
 	")"
 	"SELECT id FROM u"
 	" UNION ALL "
-	"SELECT id FROM gen_durable.instances"
+	"SELECT id FROM ONLY gen_durable.instances"
 	" WHERE id = ANY ($1) AND locked_by = $2 AND id NOT IN (SELECT id FROM l)",
 	4,
 	{INT8ARRAYOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
@@ -65,12 +65,12 @@ static GdPlan heartbeat_plan = {
 
 static GdPlan release_plan = {
 	"WITH l AS ("
-	"  SELECT id, concurrency_key, concurrency_shard FROM gen_durable.instances"
+	"  SELECT id, concurrency_key, concurrency_shard FROM ONLY gen_durable.instances"
 	"   WHERE locked_by = $1 AND status = 'executing'"
 	"     AND ($2::int8[] IS NULL OR id = ANY ($2))"
 	"   ORDER BY id FOR NO KEY UPDATE SKIP LOCKED"
 	")"
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET status = 'runnable', locked_by = NULL, lease_expires_at = NULL,"
 	"       concurrency_shard = NULL, presented = NULL, claim_session = NULL,"
 	"       updated_at = $3"
@@ -84,7 +84,7 @@ static GdPlan release_plan = {
 static GdPlan current_plan = {
 	"SELECT i.id, i.queue"
 	"  FROM ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::tid[])) AS t(id, tid)"
-	"  JOIN gen_durable.instances i ON i.id = t.id AND i.ctid = t.tid"
+	"  JOIN ONLY gen_durable.instances i ON i.id = t.id AND i.ctid = t.tid"
 	" WHERE i.status = 'runnable'",
 	2,
 	{INT8ARRAYOID, TIDARRAYOID}

@@ -105,14 +105,14 @@ static GdPlan rate_put_plan = {
  */
 static GdPlan restamp_plan = {
 	"WITH l AS ("
-	"  SELECT id, concurrency_key FROM gen_durable.instances"
+	"  SELECT id, concurrency_key FROM ONLY gen_durable.instances"
 	"   WHERE status = 'executing' AND concurrency_name = $1"
 	"   ORDER BY id FOR NO KEY UPDATE"
 	"), r AS ("
 	"  SELECT id, pg_catalog.row_number() OVER (PARTITION BY concurrency_key ORDER BY id) - 1 AS n"
 	"    FROM l"
 	")"
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET concurrency_shard = (r.n % $2)::int2"
 	"  FROM r"
 	" WHERE i.id = r.id AND i.status = 'executing'"

@@ -27,7 +27,9 @@
  *		  clears the deadline and marks the job timed_out;
  *		- GC (T18): terminal rows older than gen_durable.retention, oldest
  *		  first (A-12), sparing terminal children of a live parent (I-29),
- *		  deleted by id list (O(batch)).
+ *		  deleted by id list (O(batch)), with their inboxes and history;
+ *		- the archive (0.9.0, archive.c): finished instances moved out of
+ *		  the live table go a whole segment at a time.
  *		Queues made runnable wake their long-poll pickers after commit.
  *
  * IDENTIFICATION
@@ -42,6 +44,7 @@
 #include "utils/jsonb.h"
 
 #include "aftercommit.h"
+#include "archive.h"
 #include "buckets.h"
 #include "claims.h"
 #include "gen_durable.h"
@@ -63,19 +66,19 @@ PG_FUNCTION_INFO_V1(gen_durable_run_maintenance);
 static GdPlan reaper_plan = {
 	"WITH c AS ("
 	"  SELECT id, parent_id, lease_expires_at >= $1 AS disconnected"
-	"    FROM gen_durable.instances"
+	"    FROM ONLY gen_durable.instances"
 	"   WHERE status = 'executing'"
 	"     AND (lease_expires_at < $1"
 	"          OR ($3 AND claim_session IS NOT NULL"
 	"              AND NOT gen_durable._session_alive(claim_session)))"
 	"   ORDER BY id LIMIT $2"
 	"), l AS ("
-	"  SELECT i.id, i.concurrency_key, i.concurrency_shard FROM gen_durable.instances i"
+	"  SELECT i.id, i.concurrency_key, i.concurrency_shard FROM ONLY gen_durable.instances i"
 	"   WHERE i.id = ANY (ARRAY(SELECT id FROM c)"
 	"                     || ARRAY(SELECT parent_id FROM c WHERE parent_id IS NOT NULL))"
 	"   ORDER BY i.id FOR NO KEY UPDATE SKIP LOCKED"
 	")"
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET attempt = i.attempt + 1,"
 	"       status = CASE WHEN i.attempt + 1 >= i.max_attempts"
 	"                     THEN 'failed' ELSE 'runnable' END::gen_durable.status,"
@@ -94,7 +97,7 @@ static GdPlan reaper_plan = {
 	"            AND NOT gen_durable._session_alive(i.claim_session)))"
 	"   AND (i.attempt + 1 < i.max_attempts OR i.parent_id IS NULL"
 	"        OR i.parent_id IN (SELECT id FROM l)"
-	"        OR NOT EXISTS (SELECT 1 FROM gen_durable.instances p WHERE p.id = i.parent_id))"
+	"        OR NOT EXISTS (SELECT 1 FROM ONLY gen_durable.instances p WHERE p.id = i.parent_id))"
 	" RETURNING i.id, i.status = 'failed', i.parent_id, i.queue, c.disconnected,"
 	"           i.concurrency_key IS NOT NULL, i.parent_round,"
 	"           l.concurrency_key, l.concurrency_shard",
@@ -105,12 +108,12 @@ static GdPlan reaper_plan = {
 
 static GdPlan timeouts_plan = {
 	"WITH l AS ("
-	"  SELECT id FROM gen_durable.instances"
+	"  SELECT id FROM ONLY gen_durable.instances"
 	"   WHERE status = 'awaiting_signal' AND await_deadline IS NOT NULL"
 	"     AND await_deadline < $1"
 	"   ORDER BY id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
 	")"
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET status = 'runnable', eligible_at = $1, await_deadline = NULL,"
 	"       timed_out = true, updated_at = $1"
 	"  FROM l"
@@ -123,14 +126,21 @@ static GdPlan timeouts_plan = {
 
 static GdPlan gc_plan = {
 	"WITH c AS ("
-	"  SELECT i.id FROM gen_durable.instances i"
+	"  SELECT i.id FROM ONLY gen_durable.instances i"
 	"   WHERE i.status IN ('done', 'failed', 'cancelled') AND i.updated_at < $1"
-	"     AND NOT EXISTS (SELECT 1 FROM gen_durable.instances p"
+	"     AND NOT EXISTS (SELECT 1 FROM ONLY gen_durable.instances p"
 	"                      WHERE p.id = i.parent_id"
 	"                        AND p.status NOT IN ('done', 'failed', 'cancelled'))"
 	"   ORDER BY i.updated_at LIMIT $2 FOR UPDATE OF i SKIP LOCKED"
+	"), d AS ("
+	"  DELETE FROM ONLY gen_durable.instances WHERE id = ANY (ARRAY(SELECT id FROM c))"
+	"  RETURNING id"
+	"), inbox AS ("
+	"  DELETE FROM gen_durable.signals WHERE target_id = ANY (ARRAY(SELECT id FROM d))"
+	"), history AS ("
+	"  DELETE FROM gen_durable.step_history WHERE instance_id = ANY (ARRAY(SELECT id FROM d))"
 	")"
-	"DELETE FROM gen_durable.instances WHERE id = ANY (ARRAY(SELECT id FROM c))",
+	"SELECT pg_catalog.count(*) FROM d",
 	2,
 	{TIMESTAMPTZOID, INT4OID},
 	NULL, true
@@ -150,11 +160,11 @@ static GdPlan materialize_plan = {
 	"                           pg_catalog.unnest($6::int8[]), pg_catalog.unnest($7::int8[]))"
 	"    AS m(id, tid, worker, lease, claim, session)"
 	"), l AS ("
-	"  SELECT i.id FROM gen_durable.instances i JOIN m ON i.id = m.id AND i.ctid = m.tid"
+	"  SELECT i.id FROM ONLY gen_durable.instances i JOIN m ON i.id = m.id AND i.ctid = m.tid"
 	"   WHERE i.status = 'runnable'"
 	"   ORDER BY i.id FOR NO KEY UPDATE OF i SKIP LOCKED"
 	"), u AS ("
-	"  UPDATE gen_durable.instances i"
+	"  UPDATE ONLY gen_durable.instances i"
 	"     SET status = 'executing', locked_by = m.worker, lease_expires_at = m.lease,"
 	"         claim = m.claim, claim_session = m.session, updated_at = $1"
 	"    FROM m JOIN l ON l.id = m.id"
@@ -164,7 +174,7 @@ static GdPlan materialize_plan = {
 	"SELECT id, true FROM u"
 	" UNION ALL "
 	"SELECT m.id, false FROM m"
-	" WHERE NOT EXISTS (SELECT 1 FROM gen_durable.instances i"
+	" WHERE NOT EXISTS (SELECT 1 FROM ONLY gen_durable.instances i"
 	"                    WHERE i.id = m.id AND i.ctid = m.tid AND i.status = 'runnable')",
 	7,
 	{TIMESTAMPTZOID, INT8ARRAYOID, TIDARRAYOID, TEXTARRAYOID, TIMESTAMPTZARRAYOID,
@@ -320,7 +330,9 @@ sweep_timeouts(TimestampTz now, SweepRound *round)
 }
 
 /*
- * sweep_gc deletes terminal instances older than the retention.
+ * sweep_gc deletes terminal instances of the live table older than the
+ * retention, with their inboxes and step history (which have no foreign
+ * keys since 0.9.0).  The archive's segments go whole (sweep_archive).
  */
 static void
 sweep_gc(TimestampTz now, SweepRound *round)
@@ -330,9 +342,20 @@ sweep_gc(TimestampTz now, SweepRound *round)
 
 	values[0] = TimestampTzGetDatum(now - (TimestampTz) gen_durable_retention * USECS_PER_SEC);
 	values[1] = Int32GetDatum(gen_durable_gc_batch);
-	rows = gd_execute(&gc_plan, values, NULL, SPI_OK_DELETE);
+	gd_execute(&gc_plan, values, NULL, SPI_OK_SELECT);
+	rows = gd_result_int64(0, 1);
 	round->gc_deleted += rows;
 	gd_count(GD_STAT_GC_DELETED, rows);
+}
+
+/*
+ * sweep_archive rotates the archive's segments and empties those older
+ * than the retention (archive.c).
+ */
+static void
+sweep_archive(TimestampTz now, SweepRound *round)
+{
+	round->segments_truncated += gd_archive_sweep(gen_durable_retention);
 }
 
 /*
@@ -367,6 +390,7 @@ const GdSweep gd_sweeps[] = {
 	{sweep_reaper, "gen_durable: reaper", true, 0},
 	{sweep_timeouts, "gen_durable: await timeouts", false, 0},
 	{sweep_gc, "gen_durable: gc", true, 0},
+	{sweep_archive, "gen_durable: archive", false, 0},
 	{sweep_buckets, "gen_durable: limiter buckets", true, GD_BUCKET_SWEEP_MS},
 	{sweep_schedules, "gen_durable: schedules", true, 0},
 };
@@ -396,11 +420,12 @@ gen_durable_run_maintenance(PG_FUNCTION_ARGS)
 	json = psprintf("{\"claims_written\": " INT64_FORMAT ", \"reaped\": " INT64_FORMAT
 					", \"lease_failed\": " INT64_FORMAT
 					", \"timeouts\": " INT64_FORMAT ", \"gc_deleted\": " INT64_FORMAT
+					", \"segments_truncated\": " INT64_FORMAT
 					", \"buckets_swept\": " INT64_FORMAT
 					", \"gate_shards_repaired\": " INT64_FORMAT
 					", \"schedules_fired\": " INT64_FORMAT "}",
 					round.claims_written, round.reaped, round.lease_failed, round.timeouts,
-					round.gc_deleted,
+					round.gc_deleted, round.segments_truncated,
 					round.buckets.buckets_swept, round.buckets.gate_shards_repaired,
 					round.schedules_fired);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));

@@ -26,6 +26,7 @@ typedef struct SweepRound
 	int64		lease_failed;	/* expired claims that ran out of attempts */
 	int64		timeouts;		/* await deadlines fired */
 	int64		gc_deleted;		/* terminal instances deleted */
+	int64		segments_truncated; /* archive segments emptied */
 	BucketCounts buckets;		/* the limiter's buckets repaired */
 	int64		schedules_fired;	/* instances created by schedule ticks */
 	TimestampTz next;			/* earliest deadline found (0 = none) */

@@ -93,12 +93,12 @@ enum
 	"           (PARTITION BY l.concurrency_key ORDER BY l.priority, l.eligible_at, l.id) AS rn" \
 	"    FROM (SELECT i.id, i.concurrency_key, g.gated, i.rate_limit," \
 	"                 i.weight, i.priority, i.eligible_at" \
-	"            FROM gen_durable.instances i" \
+	"            FROM ONLY gen_durable.instances i" \
 	"            CROSS JOIN LATERAL (SELECT i.concurrency_key IS NOT NULL" \
 	"                                   AND EXISTS (SELECT 1 FROM gen_durable.limits p" \
 	"                                                WHERE p.kind = 'conc'" \
 	"                                                  AND p.name = i.concurrency_name) AS gated) g" \
-	"            LEFT JOIN LATERAL (SELECT true AS busy FROM gen_durable.instances e" \
+	"            LEFT JOIN LATERAL (SELECT true AS busy FROM ONLY gen_durable.instances e" \
 	"                                WHERE NOT g.gated" \
 	"                                  AND e.concurrency_key = i.concurrency_key" \
 	"                                  AND e.status = 'executing'" \
@@ -183,7 +183,7 @@ static GdPlan plain_locked_candidates_before_080_plan = {
  */
 static GdPlan flip_plan = {
 	"WITH f AS ("
-	"  UPDATE gen_durable.instances i"
+	"  UPDATE ONLY gen_durable.instances i"
 	"     SET status = 'executing', locked_by = $2, lease_expires_at = $3,"
 	"         updated_at = $4, concurrency_shard = a.shard, claim_session = $5,"
 	"         claim = i.claim + 1,"
@@ -194,7 +194,7 @@ static GdPlan flip_plan = {
 	"         AS a(id, shard)"
 	"   WHERE i.id = a.id"
 	"     AND (i.concurrency_key IS NULL OR a.shard IS NOT NULL"
-	"          OR (SELECT true FROM gen_durable.instances e"
+	"          OR (SELECT true FROM ONLY gen_durable.instances e"
 	"               WHERE e.concurrency_key = i.concurrency_key"
 	"                 AND e.status = 'executing'"
 	"                 AND e.concurrency_key IS NOT NULL"

@@ -65,7 +65,7 @@ enum
 
 static GdPlan take_plan = {
 	"SELECT " GD_JOB_COLUMNS("i") ", i.priority, i.eligible_at"
-	"  FROM gen_durable.instances i"
+	"  FROM ONLY gen_durable.instances i"
 	" WHERE i.queue = $1 AND i.status = 'runnable' AND i.eligible_at <= $2"
 	"   AND " GD_PLAIN_ROW("i")
 	"   AND NOT EXISTS (SELECT 1 FROM gen_durable.queue_settings q"

@@ -51,7 +51,7 @@ static GdPlan join_plan = {
 	"   GROUP BY parent, round"
 	"), l AS ("
 	"  SELECT p.id, c.cnt, c.failed, p.status AS was, p.children_pending AS pending,"
-	"         p.join_policy FROM gen_durable.instances p"
+	"         p.join_policy FROM ONLY gen_durable.instances p"
 	"    JOIN c ON c.parent = p.id AND c.round = p.spawn_round"
 	"   ORDER BY p.id FOR NO KEY UPDATE OF p"
 	"), w AS ("
@@ -60,7 +60,7 @@ static GdPlan join_plan = {
 	"                   OR (l.failed AND l.join_policy = 'first_error')) AS wake"
 	"    FROM l"
 	")"
-	"UPDATE gen_durable.instances p"
+	"UPDATE ONLY gen_durable.instances p"
 	"   SET children_pending = GREATEST(p.children_pending - w.cnt, 0),"
 	"       status = CASE WHEN w.wake THEN 'runnable' ELSE p.status END,"
 	"       eligible_at = CASE WHEN w.wake THEN $4 ELSE p.eligible_at END,"
@@ -75,7 +75,7 @@ static GdPlan join_plan = {
 
 /* the live children of the rounds whose first child failed */
 static GdPlan round_plan = {
-	"SELECT i.id FROM gen_durable.instances i"
+	"SELECT i.id FROM ONLY gen_durable.instances i"
 	"  JOIN ROWS FROM (pg_catalog.unnest($1::int8[]), pg_catalog.unnest($2::int4[]))"
 	"       AS r(parent, round) ON i.parent_id = r.parent AND i.parent_round = r.round"
 	" WHERE i.status NOT IN ('done', 'failed', 'cancelled')",
@@ -85,8 +85,8 @@ static GdPlan round_plan = {
 
 /* the parents of the roots of a cascade, locked before the subtrees */
 static GdPlan lock_parents_plan = {
-	"SELECT id FROM gen_durable.instances"
-	" WHERE id = ANY (ARRAY(SELECT parent_id FROM gen_durable.instances"
+	"SELECT id FROM ONLY gen_durable.instances"
+	" WHERE id = ANY (ARRAY(SELECT parent_id FROM ONLY gen_durable.instances"
 	"                        WHERE id = ANY ($1) AND parent_id IS NOT NULL))"
 	" ORDER BY id FOR NO KEY UPDATE",
 	1,
@@ -101,17 +101,17 @@ static GdPlan lock_parents_plan = {
  */
 static GdPlan end_trees_plan = {
 	"WITH RECURSIVE tree AS ("
-	"  SELECT i.id, true AS root FROM gen_durable.instances i"
+	"  SELECT i.id, true AS root FROM ONLY gen_durable.instances i"
 	"   WHERE i.id = ANY ($1) AND i.status NOT IN ('done', 'failed', 'cancelled')"
 	"  UNION ALL"
-	"  SELECT c.id, false FROM gen_durable.instances c JOIN tree t ON c.parent_id = t.id"
+	"  SELECT c.id, false FROM ONLY gen_durable.instances c JOIN tree t ON c.parent_id = t.id"
 	"   WHERE c.status NOT IN ('done', 'failed', 'cancelled')"
 	"), l AS ("
 	"  SELECT i.id, t.root, i.concurrency_key, i.concurrency_shard"
-	"    FROM gen_durable.instances i JOIN tree t ON t.id = i.id"
+	"    FROM ONLY gen_durable.instances i JOIN tree t ON t.id = i.id"
 	"   ORDER BY i.id FOR NO KEY UPDATE OF i"
 	")"
-	"UPDATE gen_durable.instances i"
+	"UPDATE ONLY gen_durable.instances i"
 	"   SET status = CASE WHEN l.root AND $2 THEN 'failed' ELSE 'cancelled' END::gen_durable.status,"
 	"       error = pg_catalog.jsonb_build_object("
 	"                 'reason', CASE WHEN l.root AND $2 THEN 'failed' ELSE 'cancelled' END,"
@@ -135,7 +135,7 @@ static GdPlan end_trees_plan = {
  * locked by now, so no later spawn can add more).
  */
 static GdPlan live_children_plan = {
-	"SELECT id FROM gen_durable.instances"
+	"SELECT id FROM ONLY gen_durable.instances"
 	" WHERE parent_id = ANY ($1) AND status NOT IN ('done', 'failed', 'cancelled')",
 	1,
 	{INT8ARRAYOID}

@@ -44,7 +44,7 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
  */
 #define SIGNAL_DELIVERY \
 	"), locked AS (" \
-	"  SELECT i.id, i.status, i.awaits FROM gen_durable.instances i" \
+	"  SELECT i.id, i.status, i.awaits FROM ONLY gen_durable.instances i" \
 	"    JOIN target t ON t.id = i.id FOR NO KEY UPDATE OF i" \
 	"), stored AS (" \
 	"  INSERT INTO gen_durable.signals (target_id, name, payload, dedup_key, inserted_at)" \
@@ -52,7 +52,7 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 	"   WHERE status NOT IN ('done', 'failed', 'cancelled')" \
 	"  ON CONFLICT (target_id, dedup_key) DO NOTHING RETURNING id" \
 	"), woken AS (" \
-	"  UPDATE gen_durable.instances i" \
+	"  UPDATE ONLY gen_durable.instances i" \
 	"     SET status = 'runnable', eligible_at = $5, await_deadline = NULL," \
 	"         locked_by = NULL, lease_expires_at = NULL, updated_at = $5" \
 	"    FROM locked l" \
@@ -67,7 +67,7 @@ PG_FUNCTION_INFO_V1(gen_durable_signal_key);
 
 static GdPlan signal_id_plan = {
 	"WITH target AS ("
-	"  SELECT id FROM gen_durable.instances"
+	"  SELECT id FROM ONLY gen_durable.instances"
 	"   WHERE id = $1 AND status NOT IN ('done', 'failed', 'cancelled')"
 	SIGNAL_DELIVERY,
 	5,
@@ -76,7 +76,7 @@ static GdPlan signal_id_plan = {
 
 static GdPlan signal_key_plan = {
 	"WITH target AS ("
-	"  SELECT id FROM gen_durable.instances"
+	"  SELECT id FROM ONLY gen_durable.instances"
 	"   WHERE correlation_guard = $1 AND status NOT IN ('done', 'failed', 'cancelled')"
 	SIGNAL_DELIVERY,
 	5,

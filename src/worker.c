@@ -99,22 +99,22 @@ static GdPlan version_plan = {
  */
 #define DUE_SCAN(cte, kind) \
 	cte " AS (" \
-	"  (SELECT i.queue, i.priority FROM gen_durable.instances i" \
+	"  (SELECT i.queue, i.priority FROM ONLY gen_durable.instances i" \
 	"    WHERE i.status = 'runnable' AND " kind " ORDER BY i.queue, i.priority LIMIT 1)" \
 	"  UNION ALL" \
 	"  SELECT n.queue, n.priority FROM " cte " CROSS JOIN LATERAL" \
-	"    (SELECT i.queue, i.priority FROM gen_durable.instances i" \
+	"    (SELECT i.queue, i.priority FROM ONLY gen_durable.instances i" \
 	"      WHERE i.status = 'runnable' AND " kind \
 	"        AND (i.queue, i.priority) > (" cte ".queue, " cte ".priority)" \
 	"      ORDER BY i.queue, i.priority LIMIT 1) n" \
 	")"
 #define DUE_ROWS(cte, kind) \
 	"SELECT " cte ".queue," \
-	"       EXISTS (SELECT 1 FROM gen_durable.instances i" \
+	"       EXISTS (SELECT 1 FROM ONLY gen_durable.instances i" \
 	"                WHERE i.status = 'runnable' AND " kind " AND i.queue = " cte ".queue" \
 	"                  AND i.priority = " cte ".priority" \
 	"                  AND i.eligible_at > $1 AND i.eligible_at <= $2)," \
-	"       (SELECT i.eligible_at FROM gen_durable.instances i" \
+	"       (SELECT i.eligible_at FROM ONLY gen_durable.instances i" \
 	"         WHERE i.status = 'runnable' AND " kind " AND i.queue = " cte ".queue" \
 	"           AND i.priority = " cte ".priority AND i.eligible_at > $2" \
 	"         ORDER BY i.eligible_at LIMIT 1)" \
@@ -132,9 +132,9 @@ static GdPlan due_plan = {
 };
 
 static GdPlan deadlines_plan = {
-	"SELECT (SELECT min(await_deadline) FROM gen_durable.instances"
+	"SELECT (SELECT min(await_deadline) FROM ONLY gen_durable.instances"
 	"         WHERE status = 'awaiting_signal' AND await_deadline IS NOT NULL),"
-	"       (SELECT min(lease_expires_at) FROM gen_durable.instances"
+	"       (SELECT min(lease_expires_at) FROM ONLY gen_durable.instances"
 	"         WHERE status = 'executing')",
 	0,
 	{InvalidOid},

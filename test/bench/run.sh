@@ -39,6 +39,8 @@
 #              or a temporary directory removed at the end with --smoke)
 #   GD_HISTORY (1: gen_durable records the step history of every queue, to
 #              measure its cost; run it with its own BENCH_OUT)
+#   GD_ARCHIVE (0: finished jobs stay in gen_durable.instances, as before
+#              0.9.0, to measure the archive; run it with its own BENCH_OUT)
 # fsm_inline, fanout and signal run for gen_durable only (the peers have no
 # inline continue, no fan-out/join and no signals).  The server's CPU is
 # read from /proc (bench.mjs, BENCH_PGDATA): run it where /proc shows the
