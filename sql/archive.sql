@@ -1,5 +1,5 @@
 -- archive.sql: finished instances leave the live table (0.9.0;
--- docs/contract.md §4.8, D22): which instances the flush moves, that the
+-- docs/contract.md §10.5, D22): which instances the flush moves, that the
 -- moved row is the row the update would have written and is still read
 -- through gen_durable.instances, await, find and the views, that a late
 -- outcome is stale, that the statements do not grow with the batch, and

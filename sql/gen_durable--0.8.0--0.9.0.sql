@@ -3,7 +3,7 @@
 -- complain if script is sourced in psql, rather than via ALTER EXTENSION
 \echo Use "ALTER EXTENSION gen_durable UPDATE TO '0.9.0'" to load this file. \quit
 
--- Finished instances leave the hot table (docs/contract.md §4.8, D22).
+-- Finished instances leave the hot table (docs/contract.md §10.5, D22).
 -- A plain instance (no parent, gate slot, correlation key, metadata or
 -- step history) whose step ends done is moved by the flush that commits
 -- it: deleted from gen_durable.instances and inserted, as the row it would

@@ -932,7 +932,7 @@ REVOKE ALL ON gen_durable.claims FROM PUBLIC;
 GRANT SELECT ON gen_durable.claims TO gen_durable_admin, gen_durable_producer;
 
 -------------------------------------------------------------------------------
--- The archive of finished instances (0.9.0; docs/contract.md §4.8)
+-- The archive of finished instances (0.9.0; docs/contract.md §10.5)
 -------------------------------------------------------------------------------
 
 -- A plain instance (no parent, gate slot, correlation key, metadata or

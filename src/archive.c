@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * archive.c
- *		The archive of finished instances (0.9.0, docs/contract.md §4.8,
+ *		The archive of finished instances (0.9.0, docs/contract.md §10.5,
  *		D22).
  *
  *		A finished job used to stay in gen_durable.instances: its last

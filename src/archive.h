@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * archive.h
- *		The archive of finished instances (0.9.0, docs/contract.md §4.8):
+ *		The archive of finished instances (0.9.0, docs/contract.md §10.5):
  *		the segments a flush moves finished instances into, and the sweep
  *		that rotates and empties them.
  *
