@@ -93,7 +93,11 @@ CREATE TABLE gen_durable.finished_7 (
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_7_id ON gen_durable.finished_7 (id);
 
-SELECT pg_catalog.pg_extension_config_dump('gen_durable.finished_segments', '');
+-- pg_dump keeps the segments' rows, not their rotation: the script fills
+-- finished_segments, so a restore's copy of it would collide with the
+-- rows CREATE EXTENSION made.  A restored database starts a new rotation
+-- (segment 0 open); a segment's restored rows go when that segment is
+-- next emptied, so they are kept at least the retention.
 SELECT pg_catalog.pg_extension_config_dump('gen_durable.finished_0', '');
 SELECT pg_catalog.pg_extension_config_dump('gen_durable.finished_1', '');
 SELECT pg_catalog.pg_extension_config_dump('gen_durable.finished_2', '');

@@ -32,15 +32,15 @@
 #   WORKLOADS ("enqueue drain mixed latency signal fsm fsm_inline fanout
 #              pick_backlog pick_terminal pick_inflight": the ones to run,
 #              in that order)
-#   SYSTEMS ("gen_durable bare graphile_worker pg_boss")
+#   SYSTEMS ("gen_durable bare graphile_worker pg_boss"; also
+#              gen_durable_inplace: finished jobs kept in the live table, as
+#              before 0.9.0)
 #   FSM_SYSTEMS (SYSTEMS)  BACKLOG_SYSTEMS (gen_durable and bare of SYSTEMS:
 #              pick_backlog, pick_terminal and pick_inflight)
 #   BENCH_OUT (where results.jsonl, results.md and the charts go: test/bench,
 #              or a temporary directory removed at the end with --smoke)
 #   GD_HISTORY (1: gen_durable records the step history of every queue, to
 #              measure its cost; run it with its own BENCH_OUT)
-#   GD_ARCHIVE (0: finished jobs stay in gen_durable.instances, as before
-#              0.9.0, to measure the archive; run it with its own BENCH_OUT)
 # fsm_inline, fanout and signal run for gen_durable only (the peers have no
 # inline continue, no fan-out/join and no signals).  The server's CPU is
 # read from /proc (bench.mjs, BENCH_PGDATA): run it where /proc shows the

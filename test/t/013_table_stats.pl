@@ -8,7 +8,10 @@
 # exited.  Here, with autovacuum off (nothing resets the counters), 500
 # finished jobs are deleted by GC alone: n_tup_del of gen_durable.instances
 # goes from 0 to 500 and n_dead_tup grows by at least 500 while the worker
-# keeps running (same pid), and a reaped claim shows in n_tup_upd.
+# keeps running (same pid), and a reaped claim shows in n_tup_upd.  Then
+# 500 jobs that end in the archive (0.9.0): their moves are the client's
+# deletes, and the worker empties their segment with a TRUNCATE, which
+# deletes no row.
 
 use strict;
 use warnings FATAL => 'all';
@@ -43,10 +46,12 @@ sub instances_stats
 		 WHERE schemaname = 'gen_durable' AND relname = 'instances'});
 }
 
-# 500 jobs, picked and finished by a client; its own statistics (the
+# 500 jobs, picked and finished by a client that keeps them in the live
+# table (no archive: GC is to delete them); its own statistics (the
 # inserts and the update that ends each row: the claims are kept in
 # memory) are reported when it ends
 $node->safe_psql('postgres', q{
+	SET gen_durable.archive_finished = off;
 	SELECT count(*) FROM gen_durable.insert_many(
 		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'st'))
 		   FROM generate_series(1, 500)));
@@ -94,6 +99,36 @@ ok( $node->poll_query_until('postgres', qq{
 		SELECT n_tup_upd > $upd_before + 1 FROM pg_stat_user_tables
 		 WHERE schemaname = 'gen_durable' AND relname = 'instances'}),
 	"the reaper's update is reported");
+
+# the archive: the moves count as the client's deletes of the live table;
+# the segment goes whole, so the worker adds no delete
+my (undef, $del_live) = split / /, instances_stats();
+$node->safe_psql('postgres', q{
+	SELECT count(*) FROM gen_durable.insert_many(
+		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'ar'))
+		   FROM generate_series(1, 500)));
+	SELECT count(*) FROM gen_durable.flush(
+		(SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done',
+											 'claim', claim))
+		   FROM gen_durable.pick('ar', 'w', 500)));
+});
+is( $node->safe_psql('postgres', q{
+		SELECT count(*) FROM gen_durable.instances
+		 WHERE queue = 'ar' AND tableoid <> 'gen_durable.instances'::regclass}),
+	500, 'the finished jobs are in the archive');
+ok( $node->poll_query_until('postgres', qq{
+		SELECT n_tup_del >= $del_live + 500 FROM pg_stat_user_tables
+		 WHERE schemaname = 'gen_durable' AND relname = 'instances'}),
+	"the moves are reported as the client's deletes");
+$node->safe_psql('postgres', q{
+	ALTER SYSTEM SET gen_durable.retention = 0;
+	SELECT pg_reload_conf();
+});
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM gen_durable.instances WHERE queue = 'ar'"),
+	'the worker emptied their segment');
+my (undef, $del_end) = split / /, instances_stats();
+is($del_end, $del_live + 500, 'emptying the segment deleted no row of the live table');
 
 is( $node->safe_psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'gen_durable worker'"),

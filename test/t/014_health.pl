@@ -39,12 +39,14 @@ $node->safe_psql('postgres', q{
 
 is( $node->safe_psql('postgres',
 		"SELECT string_agg(table_name, ',' ORDER BY table_name) FROM gen_durable.health"),
-	'buckets,instances,limits,queue_settings,schedules,signals,step_history',
-	'one row per engine table');
+	'buckets,finished_0,finished_1,finished_2,finished_3,finished_4,finished_5,finished_6,'
+	  . 'finished_7,finished_segments,instances,limits,queue_settings,schedules,signals,'
+	  . 'step_history',
+	'one row per engine table, each archive segment included');
 is( $node->safe_psql('postgres', q{
 		SELECT count(*) FROM gen_durable.health
 		 WHERE total_bytes >= heap_bytes + index_bytes + toast_bytes AND index_bytes > 0}),
-	'7', 'sizes add up');
+	'16', 'sizes add up');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM gen_durable.health WHERE horizon_held OR hint IS NOT NULL"),
 	'0', 'nothing held, no hint, on an idle database');

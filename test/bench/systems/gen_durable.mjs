@@ -25,15 +25,10 @@ const PARENT_QUEUE = 'fan_parents';
 const CHILD_QUEUE = 'fan_children';
 
 // setup creates the extension; with GD_HISTORY=1 every queue records the
-// step history of its instances (to measure what history costs); with
-// GD_ARCHIVE=0 finished jobs stay in gen_durable.instances, as before 0.9.0
-// (to measure what the archive changes)
+// step history of its instances (to measure what history costs)
 export async function setup(env) {
 	const c = await connect(env);
 	await c.query('CREATE EXTENSION IF NOT EXISTS gen_durable');
-	if (process.env.GD_ARCHIVE === '0')
-		await c.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET gen_durable.archive_finished = off',
-		                                           current_database()); END $$`);
 	if (process.env.GD_HISTORY === '1')
 		await c.query('SELECT gen_durable.set_queue_history(q, true) FROM unnest($1::text[]) AS q',
 			[[QUEUE, FSM_QUEUE, SIGNAL_QUEUE, PARENT_QUEUE, CHILD_QUEUE]]);
