@@ -195,6 +195,27 @@ SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
 SELECT * FROM pg_temp.segments() WHERE state <> 'empty';
 SELECT count(*) AS a4_left FROM gen_durable.instances WHERE id = :a4;
 
+-- an instance whose queue recorded its first step and then stopped moves
+-- with that history, which goes with its segment
+SELECT gen_durable.set_queue_history('ah', true);
+SELECT gen_durable.insert('job', queue => 'ah') AS h1 \gset
+SELECT count(*) FROM gen_durable.pick('ah', 'w5');
+SELECT * FROM pg_temp.out1(:h1, 'w5', 'next', '{"step": "two"}');
+SELECT gen_durable.set_queue_history('ah', false);
+SELECT count(*) FROM gen_durable.pick('ah', 'w5');
+SELECT * FROM pg_temp.out1(:h1, 'w5', 'done');
+SELECT pg_temp.place(:h1) AS h1_in,
+	   (SELECT count(*) FROM gen_durable.step_history WHERE instance_id = :h1) AS history;
+UPDATE gen_durable.finished_segments SET opened_at = opened_at - interval '7 hours'
+ WHERE segment = 2;
+SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
+SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
+UPDATE gen_durable.finished_segments SET closed_at = now() - interval '25 hours'
+ WHERE segment = 2;
+SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
+SELECT (SELECT count(*) FROM gen_durable.instances WHERE id = :h1) AS instance,
+	   (SELECT count(*) FROM gen_durable.step_history WHERE instance_id = :h1) AS history;
+
 ------------------------------------------------------------------------
 -- GC of the live table deletes the inbox and the step history of what it
 -- deletes: they have no foreign keys since 0.9.0

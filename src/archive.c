@@ -142,7 +142,10 @@ set_segment(int seg, TimestampTz opened, TimestampTz closed)
 
 /*
  * truncate_segment empties one segment when its lock is free at once;
- * returns whether it did.
+ * returns whether it did.  The inbox and step history of its instances go
+ * first (no foreign keys): an inbox is purged when its instance ends, but
+ * an instance whose queue recorded history for its earlier steps and no
+ * longer does moves with those rows.
  */
 static bool
 truncate_segment(Oid nsp, int seg)
@@ -156,6 +159,12 @@ truncate_segment(Oid nsp, int seg)
 		elog(ERROR, "gen_durable.%s does not exist", name);
 	if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
 		return false;
+	if (SPI_execute(psprintf("WITH h AS (DELETE FROM gen_durable.step_history h"
+							 "             USING gen_durable.%s f WHERE h.instance_id = f.id)"
+							 "DELETE FROM gen_durable.signals s"
+							 " USING gen_durable.%s f WHERE s.target_id = f.id",
+							 name, name), false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete what gen_durable.%s's instances left", name);
 	if (SPI_execute(psprintf("TRUNCATE ONLY gen_durable.%s", name), false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not truncate gen_durable.%s", name);
 	set_segment(seg, 0, 0);

@@ -140,6 +140,17 @@ SELECT s.id AS signal, s.target_id, i.status
   JOIN gen_durable.instances i ON i.id = s.target_id
  WHERE i.status IN ('done', 'failed', 'cancelled');
 
+-- check: no_orphan_signals_or_history
+-- 0.9.0: signals and step_history have no foreign keys; the engine alone
+-- keeps every inbox row and history row with an instance that exists
+SELECT 'signal' AS kind, s.id, s.target_id AS instance
+  FROM gen_durable.signals s
+ WHERE NOT EXISTS (SELECT 1 FROM gen_durable.instances i WHERE i.id = s.target_id)
+UNION ALL
+SELECT 'history', h.id, h.instance_id
+  FROM gen_durable.step_history h
+ WHERE NOT EXISTS (SELECT 1 FROM gen_durable.instances i WHERE i.id = h.instance_id);
+
 -- check: presented_in_inbox
 -- D20: the awaited signals handed to a claim stay in the inbox until that
 -- claim progresses (which consumes them and clears presented) or the
@@ -300,15 +311,37 @@ SELECT id, await_deadline
  WHERE status = 'awaiting_signal' AND await_deadline < :'t0'::timestamptz;
 
 -- check(post): gc_done
--- GC (T18, I-29): terminal rows older than the retention are gone, except
--- terminal children of a live parent
+-- GC (T18, I-29): terminal rows of the live table older than the retention
+-- are gone, except terminal children of a live parent (the archive goes a
+-- segment at a time: gc_archive_done)
 SELECT i.id, i.status, i.updated_at
-  FROM gen_durable.instances i
+  FROM ONLY gen_durable.instances i
  WHERE i.status IN ('done', 'failed', 'cancelled')
    AND i.updated_at < :'t0'::timestamptz - pg_catalog.make_interval(secs => :'retention'::float8)
    AND NOT EXISTS (SELECT 1 FROM gen_durable.instances p
 					WHERE p.id = i.parent_id
 					  AND p.status NOT IN ('done', 'failed', 'cancelled'));
+
+-- check(post): gc_archive_done
+-- the archive (contract §10.5): a segment closed longer ago than the
+-- retention is empty after a round (no reader holds it when the checks run)
+SELECT s.segment, s.closed_at, count(*)
+  FROM gen_durable.finished_segments s
+  JOIN gen_durable.instances i
+	ON i.tableoid = ('gen_durable.finished_' || s.segment)::regclass
+ WHERE s.closed_at < :'t0'::timestamptz - pg_catalog.make_interval(secs => :'retention'::float8)
+ GROUP BY 1, 2;
+
+-- check: archive_rows_in_open_or_closed_segments
+-- a flush writes only the newest open segment, and a segment becomes empty
+-- only by its TRUNCATE: no row is in a segment the rotation says is empty,
+-- and every archived row is a plain done one
+SELECT i.id, i.tableoid::regclass, i.status, s.opened_at
+  FROM gen_durable.instances i
+  JOIN gen_durable.finished_segments s
+	ON i.tableoid = ('gen_durable.finished_' || s.segment)::regclass
+ WHERE s.opened_at IS NULL OR i.status <> 'done' OR i.parent_id IS NOT NULL
+	OR i.locked_by IS NOT NULL OR i.concurrency_shard IS NOT NULL;
 
 -- check(post): gate_counters_exact
 -- buckets.c reconcile: every gate shard is exactly its truth, available =
