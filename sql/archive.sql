@@ -63,9 +63,10 @@ SELECT * FROM pg_temp.out1(999999, 'w1', 'done');
 
 ------------------------------------------------------------------------
 -- what stays in the live table: an instance with metadata (find's index)
--- or a correlation key (the unique guard), a child (its parent's join), a
--- gate slot, one that records its step history, and every outcome but
--- done
+-- or a correlation key (the unique guard), a child (its parent's join),
+-- one that records its step history, and every outcome but done.  The
+-- batch has a fail in it, so it takes flush's locked path, which moves as
+-- the fast one does: the gated job moves, and its slot is returned.
 ------------------------------------------------------------------------
 SELECT gen_durable.set_concurrency_limit('agate', 2);
 SELECT gen_durable.insert('job', queue => 'ak', metadata => '{"t": 1}') AS k_meta,
@@ -85,6 +86,7 @@ SELECT f.applied FROM gen_durable.flush(jsonb_build_array(
 SELECT id = :k_meta AS meta, id = :k_key AS key, id = :k_gate AS gate, id = :k_hist AS hist,
 	   id = :k_fail AS fail, id = :k_next AS next, status, tableoid::regclass AS place
   FROM gen_durable.instances WHERE queue = 'ak' ORDER BY id;
+SELECT key, available, capacity FROM gen_durable.buckets WHERE kind = 'conc' ORDER BY key, shard;
 -- a parent that ends done moves; its children, terminal or not, stay
 SELECT gen_durable.insert('parent', queue => 'ap') AS p \gset
 SELECT count(*) FROM gen_durable.pick('ap', 'w3');

@@ -4,8 +4,8 @@
 \echo Use "ALTER EXTENSION gen_durable UPDATE TO '0.9.0'" to load this file. \quit
 
 -- Finished instances leave the hot table (docs/contract.md §10.5, D22).
--- A plain instance (no parent, gate slot, correlation key, metadata or
--- step history) whose step ends done is moved by the flush that commits
+-- A plain instance (no parent, correlation key, metadata or step
+-- history) whose step ends done is moved by the flush that commits
 -- it: deleted from gen_durable.instances and inserted, as the row it would
 -- have become, into the current archive segment.  The segments inherit
 -- from gen_durable.instances, so every query of that table (find, await,

@@ -935,8 +935,8 @@ GRANT SELECT ON gen_durable.claims TO gen_durable_admin, gen_durable_producer;
 -- The archive of finished instances (0.9.0; docs/contract.md §10.5)
 -------------------------------------------------------------------------------
 
--- A plain instance (no parent, gate slot, correlation key, metadata or
--- step history) whose step ends done is moved by the flush that commits
+-- A plain instance (no parent, correlation key, metadata or step
+-- history) whose step ends done is moved by the flush that commits
 -- it into the open segment; the segments inherit from
 -- gen_durable.instances, so every query of that table still sees it.
 

@@ -46,6 +46,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 
@@ -145,10 +146,12 @@ set_segment(int seg, TimestampTz opened, TimestampTz closed)
  * returns whether it did.  The inbox and step history of its instances go
  * first (no foreign keys): an inbox is purged when its instance ends, but
  * an instance whose queue recorded history for its earlier steps and no
- * longer does moves with those rows.
+ * longer does moves with those rows.  *rows gets how many instances went,
+ * as the table statistics count them (a segment is only ever inserted
+ * into, and every insert committed long before it closed).
  */
 static bool
-truncate_segment(Oid nsp, int seg)
+truncate_segment(Oid nsp, int seg, int64 *rows)
 {
 	char		name[NAMEDATALEN];
 	Oid			relid;
@@ -159,6 +162,7 @@ truncate_segment(Oid nsp, int seg)
 		elog(ERROR, "gen_durable.%s does not exist", name);
 	if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
 		return false;
+	*rows = DatumGetInt64(DirectFunctionCall1(pg_stat_get_live_tuples, ObjectIdGetDatum(relid)));
 	if (SPI_execute(psprintf("WITH h AS (DELETE FROM gen_durable.step_history h"
 							 "             USING gen_durable.%s f WHERE h.instance_id = f.id)"
 							 "DELETE FROM gen_durable.signals s"
@@ -174,11 +178,12 @@ truncate_segment(Oid nsp, int seg)
 /*
  * gd_archive_sweep runs one round of the archive's rotation (see the file
  * header) with the given retention, and returns how many segments it
- * emptied.  Nothing when the schema predates the archive, or another
- * sweep holds the segments right now.  SPI must be connected.
+ * emptied; *rows gets how many instances went with them.  Nothing when the
+ * schema predates the archive, or another sweep holds the segments right
+ * now.  SPI must be connected.
  */
 int
-gd_archive_sweep(int retention_seconds)
+gd_archive_sweep(int retention_seconds, int64 *rows)
 {
 	TimestampTz opened[GD_ARCHIVE_SEGMENTS];
 	TimestampTz closed[GD_ARCHIVE_SEGMENTS];
@@ -187,6 +192,7 @@ gd_archive_sweep(int retention_seconds)
 	Oid			nsp;
 	int			newest = -1;
 	int			truncated = 0;
+	int64		gone = 0;
 	int			next;
 	int			i;
 
@@ -221,8 +227,9 @@ gd_archive_sweep(int retention_seconds)
 		}
 		else if (closed[i] != 0 &&
 				 closed[i] < clock - (TimestampTz) retention_seconds * USECS_PER_SEC &&
-				 truncate_segment(nsp, i))
+				 truncate_segment(nsp, i, &gone))
 		{
+			*rows += gone;
 			opened[i] = closed[i] = 0;
 			truncated++;
 		}

@@ -25,6 +25,6 @@ extern bool gen_durable_archive_finished;
 
 extern void gd_archive_define_gucs(void);
 extern int	gd_archive_open_segment(void);
-extern int	gd_archive_sweep(int retention_seconds);
+extern int	gd_archive_sweep(int retention_seconds, int64 *rows);
 
 #endif							/* GD_ARCHIVE_H */

@@ -16,7 +16,9 @@
  *		4. update - one UPDATE over all applied entries, guarded again by
  *		            ownership (locked_by, which is set only while
  *		            executing, and the claim an entry names); an inline
- *		            continue starts a new claim and returns its job;
+ *		            continue starts a new claim and returns its job; a plain
+ *		            instance that ends done moves to the archive instead
+ *		            (archive.h, MOVES), in the same statement;
  *		5. recheck- parked entries flip straight back to runnable when an
  *		            unpresented awaited signal already exists (a new
  *		            statement, so a fresh snapshot: I-2, I-4);
@@ -243,12 +245,14 @@ static const Oid update_col_types[UC_NCOLS] = {
 
 /*
  * Whether an entry's instance leaves the live table for the archive
- * (archive.h) when the fast path applies it: it ends done, and nothing
- * addresses it but its id (no metadata for find's index, no correlation
- * key for the unique guard).
+ * (archive.h): it ends done, nothing addresses it but its id (no metadata
+ * for find's index, no correlation key for the unique guard), no parent
+ * reads it in a join, and it records no step history (whose rows GC
+ * deletes with the instance, row by row).
  */
 #define MOVES \
-	"(o.status = 'done' AND i.metadata IS NULL AND i.correlation_key IS NULL)"
+	"(o.status = 'done' AND i.metadata IS NULL AND i.correlation_key IS NULL" \
+	" AND i.parent_id IS NULL AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues)))"
 
 /* the guarded UPDATE itself, with the condition more_guards adds */
 #define UPDATE_CTE(more_guards) \
@@ -315,17 +319,18 @@ static GdPlan update_plan = {
 };
 
 /*
- * The fast path's form when finished instances are archived (0.9.0): the
- * entries that move (MOVES) are deleted from the live table and inserted,
- * as the row the UPDATE would have made, into the open archive segment,
- * whose number goes between MOVE_HEAD and MOVE_TAIL (one plan per
- * segment, move_plan); the UPDATE writes the others.  Both write a row in
- * id order.  The result is update_plan's, a moved entry with no job.
+ * The guarded UPDATE's form when finished instances are archived (0.9.0),
+ * on either path: the entries that move (MOVES) are deleted from the live
+ * table and inserted, as the row the UPDATE would have made, into the open
+ * archive segment, whose number goes between MOVE_HEAD and MOVE_TAIL (one
+ * plan per segment, move_plan); the UPDATE writes the others.  Both write
+ * a row in id order.  The result is update_plan's, a moved entry with no
+ * job.
  */
 #define MOVE_HEAD \
 	UPDATE_INPUT ", d AS (" \
 	"  DELETE FROM ONLY gen_durable.instances i USING o, s" \
-	"   WHERE i.id = o.id AND $29 AND " MOVES " AND " OWNS_ROW " AND " FAST_GUARDS \
+	"   WHERE i.id = o.id AND " MOVES " AND " OWNS_ROW " AND (NOT $29 OR " FAST_GUARDS ")" \
 	"  RETURNING i.*" \
 	"), a AS (" \
 	"  INSERT INTO gen_durable.finished_"
@@ -351,7 +356,7 @@ static GdPlan update_plan = {
 	" UNION ALL SELECT id, NULL, queue, NULL FROM d"
 
 /*
- * move_plan returns the fast path's statement for archive segment seg,
+ * move_plan returns the guarded statement that moves into archive segment seg,
  * prepared on first use like every GdPlan.
  */
 static GdPlan *
@@ -1200,8 +1205,9 @@ pending(Entry *e)
  * update_entries runs the guarded UPDATE (4b) for every pending entry, in
  * id order (byid: the fast path locks the rows as it writes them, in the
  * order every locker uses, I-23), and returns how many rows it wrote; fast
- * adds the fast path's guards, and moves the instances that end done to
- * the open archive segment when archiving is on (archive.h).
+ * adds the fast path's guards.  When an entry ends done and archiving is
+ * on (archive.h), the statement is the form that moves such instances to
+ * the open archive segment.
  */
 static int
 update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
@@ -1224,7 +1230,7 @@ update_entries(Entry **byid, int nvalid, TimestampTz now, bool fast)
 		}
 	if (m == 0)
 		return 0;
-	if (fast && dones > 0)
+	if (dones > 0)
 	{
 		int			seg = gd_archive_open_segment();
 

@@ -350,12 +350,16 @@ sweep_gc(TimestampTz now, SweepRound *round)
 
 /*
  * sweep_archive rotates the archive's segments and empties those older
- * than the retention (archive.c).
+ * than the retention (archive.c); their instances count as deleted by GC.
  */
 static void
 sweep_archive(TimestampTz now, SweepRound *round)
 {
-	round->segments_truncated += gd_archive_sweep(gen_durable_retention);
+	int64		rows = 0;
+
+	round->segments_truncated += gd_archive_sweep(gen_durable_retention, &rows);
+	round->gc_deleted += rows;
+	gd_count(GD_STAT_GC_DELETED, rows);
 }
 
 /*
