@@ -113,6 +113,7 @@ SELECT queue, done, executing FROM gen_durable.queues WHERE queue = 'aq';
 SET enable_seqscan = off;
 EXPLAIN (COSTS OFF) SELECT * FROM gen_durable.find('{"t": 1}');
 EXPLAIN (COSTS OFF) SELECT id FROM gen_durable.instances WHERE correlation_guard = 'k1';
+EXPLAIN (COSTS OFF) SELECT id FROM gen_durable.instances WHERE parent_id = 1;
 RESET enable_seqscan;
 SELECT count(*) = 1 AS found_meta FROM gen_durable.find('{"t": 1}');
 

@@ -30,10 +30,10 @@ ALTER TABLE gen_durable.step_history DROP CONSTRAINT step_history_instance_id_fk
 -- the next one, which must be empty; a closed segment is truncated, and
 -- becomes empty, once it has been closed for longer than the retention.
 -- Each segment's checks say what the flush moves (terminal rows without
--- metadata or a correlation key), so that the planner leaves the segments
--- out of the queries that cannot match them (the pick, find, the
--- correlation lookups).  Inserts only, so no insert-driven vacuum (analyze
--- and anti-wraparound vacuums still run).
+-- metadata, a correlation key or a parent), so that the planner leaves the
+-- segments out of the queries that cannot match them (the pick, find, the
+-- correlation lookups, a parent's children).  Inserts only, so no
+-- insert-driven vacuum (analyze and anti-wraparound vacuums still run).
 CREATE TABLE gen_durable.finished_segments (
 	segment		smallint PRIMARY KEY CHECK (segment BETWEEN 0 AND 7),
 	opened_at	timestamptz,
@@ -46,49 +46,57 @@ INSERT INTO gen_durable.finished_segments (segment, opened_at)
 
 CREATE TABLE gen_durable.finished_0 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_0_id ON gen_durable.finished_0 (id);
 CREATE TABLE gen_durable.finished_1 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_1_id ON gen_durable.finished_1 (id);
 CREATE TABLE gen_durable.finished_2 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_2_id ON gen_durable.finished_2 (id);
 CREATE TABLE gen_durable.finished_3 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_3_id ON gen_durable.finished_3 (id);
 CREATE TABLE gen_durable.finished_4 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_4_id ON gen_durable.finished_4 (id);
 CREATE TABLE gen_durable.finished_5 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_5_id ON gen_durable.finished_5 (id);
 CREATE TABLE gen_durable.finished_6 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_6_id ON gen_durable.finished_6 (id);
 CREATE TABLE gen_durable.finished_7 (
 	CHECK (status IN ('done', 'failed', 'cancelled')),
-	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL)
+	CHECK (metadata IS NULL AND correlation_key IS NULL AND correlation_guard IS NULL
+		   AND parent_id IS NULL)
 ) INHERITS (gen_durable.instances)
 WITH (autovacuum_vacuum_insert_threshold = -1);
 CREATE INDEX finished_7_id ON gen_durable.finished_7 (id);

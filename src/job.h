@@ -49,7 +49,7 @@
 	" COALESCE((SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(" \
 	"              'index', c.child_index, 'id', c.id, 'status', c.status," \
 	"              'result', c.result, 'error', c.error) ORDER BY c.child_index)" \
-	"            FROM gen_durable.instances c" \
+	"            FROM ONLY gen_durable.instances c" \
 	"           WHERE c.parent_id = " i ".id AND c.parent_round = " i ".spawn_round)," \
 	"          '[]') ELSE '[]'::jsonb END AS children, " \
 	i ".timed_out AS timed_out, " i ".parent_id AS parent_id, " \
