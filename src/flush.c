@@ -254,8 +254,11 @@ static const Oid update_col_types[UC_NCOLS] = {
 	"(o.status = 'done' AND i.metadata IS NULL AND i.correlation_key IS NULL" \
 	" AND i.parent_id IS NULL AND NOT COALESCE(i.history, i.queue = ANY (s.history_queues)))"
 
-/* the guarded UPDATE itself, with the condition more_guards adds */
-#define UPDATE_CTE(more_guards) \
+/*
+ * The guarded UPDATE itself, of the entries in the relation entries (o,
+ * or those of o that another part of the statement did not write)
+ */
+#define UPDATE_CTE(entries) \
 	"u AS (" \
 	"  UPDATE ONLY gen_durable.instances i" \
 	"     SET status = o.status::gen_durable.status," \
@@ -288,9 +291,9 @@ static const Oid update_col_types[UC_NCOLS] = {
 	"         join_policy = " NEW_JOIN_POLICY("i") "," \
 	"         spawn_round = " NEW_SPAWN_ROUND("i") "," \
 	"         updated_at = $28" \
-	"    FROM o, s" \
+	"    FROM " entries " o, s" \
 	"   WHERE i.id = o.id AND " OWNS_ROW \
-	"     AND (NOT $29 OR " FAST_GUARDS ")" more_guards \
+	"     AND (NOT $29 OR " FAST_GUARDS ")" \
 	"  RETURNING i.id," \
 	"            CASE WHEN o.status = 'executing'" \
 	"                 THEN (SELECT pg_catalog.to_jsonb(j)" \
@@ -312,7 +315,7 @@ static const Oid update_col_types[UC_NCOLS] = {
  * concurrency_key) per row written.
  */
 static GdPlan update_plan = {
-	UPDATE_INPUT ", " UPDATE_CTE("")
+	UPDATE_INPUT ", " UPDATE_CTE("o")
 	"SELECT id, job, queue, concurrency_key FROM u",
 	29,
 	UPDATE_ARGTYPES
@@ -323,9 +326,10 @@ static GdPlan update_plan = {
  * on either path: the entries that move (MOVES) are deleted from the live
  * table and inserted, as the row the UPDATE would have made, into the open
  * archive segment, whose number goes between MOVE_HEAD and MOVE_TAIL (one
- * plan per segment, move_plan); the UPDATE writes the others.  Both write
- * a row in id order.  The result is update_plan's, a moved entry with no
- * job.
+ * plan per segment, move_plan); the UPDATE writes the others, and looks
+ * at the rows of those alone (a batch of dones that all move reads each
+ * row once).  Both write a row in id order.  The result is update_plan's,
+ * a moved entry with no job.
  */
 #define MOVE_HEAD \
 	UPDATE_INPUT ", d AS (" \
@@ -351,7 +355,7 @@ static GdPlan update_plan = {
 	"         d.correlation_scope, d.metadata, d.inserted_at, $28, NULL," \
 	"         " NEW_SPAWN_ROUND("d") ", d.parent_round, " NEW_CLAIM("d") ", d.history" \
 	"    FROM d JOIN o ON o.id = d.id" \
-	"), " UPDATE_CTE(" AND NOT " MOVES) \
+	"), " UPDATE_CTE("(SELECT * FROM o WHERE o.id NOT IN (SELECT id FROM d))") \
 	"SELECT id, job, queue, concurrency_key FROM u" \
 	" UNION ALL SELECT id, NULL, queue, NULL FROM d"
 
