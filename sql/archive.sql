@@ -187,12 +187,23 @@ SELECT * FROM pg_temp.segments() WHERE state <> 'empty';
 SELECT count(*) AS a1_left FROM gen_durable.instances WHERE id IN (:a1, :a3);
 SELECT pg_temp.place(:a4) AS a4_in;
 -- the next segment's turn: it closes and, after the retention, goes
-UPDATE gen_durable.finished_segments SET opened_at = opened_at - interval '7 hours'
- WHERE segment = 1;
-SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
-SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
-UPDATE gen_durable.finished_segments SET closed_at = now() - interval '25 hours'
- WHERE segment = 1;
+-- (pg_temp.close_aged: open for 7 hours, then two rounds, then closed a
+-- day and an hour ago)
+CREATE FUNCTION pg_temp.close_aged(seg int) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+	truncated int;
+BEGIN
+	UPDATE gen_durable.finished_segments SET opened_at = opened_at - interval '7 hours'
+	 WHERE segment = seg;
+	truncated := (gen_durable.run_maintenance() ->> 'segments_truncated')::int
+				 + (gen_durable.run_maintenance() ->> 'segments_truncated')::int;
+	UPDATE gen_durable.finished_segments SET closed_at = now() - interval '25 hours'
+	 WHERE segment = seg;
+	RETURN truncated;
+END
+$$;
+SELECT pg_temp.close_aged(1) AS truncated;
 SELECT * FROM pg_temp.segments() WHERE state <> 'empty';
 SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
 SELECT * FROM pg_temp.segments() WHERE state <> 'empty';
@@ -209,12 +220,7 @@ SELECT count(*) FROM gen_durable.pick('ah', 'w5');
 SELECT * FROM pg_temp.out1(:h1, 'w5', 'done');
 SELECT pg_temp.place(:h1) AS h1_in,
 	   (SELECT count(*) FROM gen_durable.step_history WHERE instance_id = :h1) AS history;
-UPDATE gen_durable.finished_segments SET opened_at = opened_at - interval '7 hours'
- WHERE segment = 2;
-SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
-SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
-UPDATE gen_durable.finished_segments SET closed_at = now() - interval '25 hours'
- WHERE segment = 2;
+SELECT pg_temp.close_aged(2) AS truncated;
 SELECT gen_durable.run_maintenance() -> 'segments_truncated' AS truncated;
 SELECT (SELECT count(*) FROM gen_durable.instances WHERE id = :h1) AS instance,
 	   (SELECT count(*) FROM gen_durable.step_history WHERE instance_id = :h1) AS history;

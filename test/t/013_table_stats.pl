@@ -18,6 +18,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use GdJobs;
 
 my $node = PostgreSQL::Test::Cluster->new('table_stats');
 $node->init;
@@ -50,16 +53,7 @@ sub instances_stats
 # table (no archive: GC is to delete them); its own statistics (the
 # inserts and the update that ends each row: the claims are kept in
 # memory) are reported when it ends
-$node->safe_psql('postgres', q{
-	SET gen_durable.archive_finished = off;
-	SELECT count(*) FROM gen_durable.insert_many(
-		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'st'))
-		   FROM generate_series(1, 500)));
-	SELECT count(*) FROM gen_durable.flush(
-		(SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done',
-											 'claim', claim))
-		   FROM gen_durable.pick('st', 'w', 500)));
-});
+finish_jobs($node, 'st', 500, 'SET gen_durable.archive_finished = off;');
 ok( $node->poll_query_until('postgres', q{
 		SELECT n_tup_upd >= 500 FROM pg_stat_user_tables
 		 WHERE schemaname = 'gen_durable' AND relname = 'instances'}),
@@ -103,15 +97,7 @@ ok( $node->poll_query_until('postgres', qq{
 # the archive: the moves count as the client's deletes of the live table;
 # the segment goes whole, so the worker adds no delete
 my (undef, $del_live) = split / /, instances_stats();
-$node->safe_psql('postgres', q{
-	SELECT count(*) FROM gen_durable.insert_many(
-		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'ar'))
-		   FROM generate_series(1, 500)));
-	SELECT count(*) FROM gen_durable.flush(
-		(SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done',
-											 'claim', claim))
-		   FROM gen_durable.pick('ar', 'w', 500)));
-});
+finish_jobs($node, 'ar', 500);
 is( $node->safe_psql('postgres', q{
 		SELECT count(*) FROM gen_durable.instances
 		 WHERE queue = 'ar' AND tableoid <> 'gen_durable.instances'::regclass}),

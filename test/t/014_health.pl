@@ -21,6 +21,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use GdPsql;
+use GdJobs;
 
 my $node = PostgreSQL::Test::Cluster->new('health');
 $node->init;
@@ -101,23 +102,8 @@ ok( $node->poll_query_until('postgres',
 # dead rows with no vacuum: more than live ones, and more than 10,000 (each
 # of 12,000 jobs leaves its first version dead in the live table when it
 # moves to the archive, 0.9.0)
-$node->safe_psql('postgres', q{
-	SELECT count(*) FROM gen_durable.insert_many(
-		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'h'))
-		   FROM generate_series(1, 6000)));
-	SELECT count(*) FROM gen_durable.insert_many(
-		(SELECT jsonb_agg(jsonb_build_object('fsm', 'job', 'queue', 'h'))
-		   FROM generate_series(1, 6000)));
-	SELECT count(*) FROM gen_durable.flush(
-		(SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done',
-											 'claim', claim))
-		   FROM gen_durable.pick('h', 'w', 10000)));
-	SELECT count(*) FROM gen_durable.flush(
-		(SELECT jsonb_agg(jsonb_build_object('id', id, 'worker', 'w', 'kind', 'done',
-											 'claim', claim))
-		   FROM gen_durable.pick('h', 'w', 10000)));
-	DELETE FROM gen_durable.instances WHERE queue = 'h';
-});
+finish_jobs($node, 'h', 12000);
+$node->safe_psql('postgres', "DELETE FROM gen_durable.instances WHERE queue = 'h'");
 ok( $node->poll_query_until('postgres', q{
 		SELECT dead_rows > 10000 FROM gen_durable.health WHERE table_name = 'instances'}),
 	'the dead rows are counted');
