@@ -235,15 +235,17 @@ gd_archive_sweep(int retention_seconds, int64 *rows)
 		}
 	}
 
-	/* none open (the table was edited by hand): open the first empty one */
-	for (i = 0; newest < 0 && i < GD_ARCHIVE_SEGMENTS; i++)
-		if (opened[i] == 0)
-		{
+	if (newest < 0)
+	{
+		/* none open (the table was edited by hand): open the first empty one */
+		for (i = 0; i < GD_ARCHIVE_SEGMENTS && opened[i] != 0; i++)
+			;
+		if (i < GD_ARCHIVE_SEGMENTS)
 			set_segment(i, clock, 0);
-			return truncated;
-		}
+		return truncated;
+	}
 	next = (newest + 1) % GD_ARCHIVE_SEGMENTS;
-	if (newest >= 0 && opened[newest] <= clock - width && opened[next] == 0)
+	if (opened[newest] <= clock - width && opened[next] == 0)
 		set_segment(next, clock, 0);
 	return truncated;
 }

@@ -862,47 +862,6 @@ overlay_memory_claims(Entry **byid, int nvalid, LockedRow *rows, int nrows)
 	}
 }
 
-/* which of the ids the live table does not have are in the archive */
-static GdPlan archived_plan = {
-	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1)",
-	1,
-	{INT8ARRAYOID}
-};
-
-/*
- * mark_archived marks the entries whose instance the lock statement did
- * not find (it reads the live table only) but the archive has: their
- * outcome comes after the end of the instance, and is stale as any late
- * outcome is.  A statement only when such entries exist (a resent
- * outcome).
- */
-static void
-mark_archived(Entry **byid, int nvalid, LockedRow *rows, int nrows)
-{
-	int64	   *missing = palloc(sizeof(int64) * Max(nvalid, 1));
-	Datum		values[1];
-	int			nmissing = 0;
-	int			found;
-	int			i;
-
-	for (i = 0; i < nvalid; i++)
-		if (!byid[i]->written && find_row(rows, nrows, byid[i]->o->id) == NULL)
-			missing[nmissing++] = byid[i]->o->id;
-	if (nmissing == 0)
-		return;
-	values[0] = PointerGetDatum(gd_int8_array(missing, nmissing));
-	found = gd_execute(&archived_plan, values, NULL, SPI_OK_SELECT);
-	for (i = 0; i < found; i++)
-	{
-		int64		id = gd_result_int64(i, 1);
-		int			k;
-
-		for (k = 0; k < nvalid; k++)
-			if (byid[k]->o->id == id)
-				byid[k]->archived = true;
-	}
-}
-
 /*
  * compare_entries orders entries by id, then by input position.
  */
@@ -969,6 +928,40 @@ entry_by_id(Entry **byid, int n, int64 id)
 	}
 	elog(ERROR, "flush statement returned id " INT64_FORMAT ", which is not in the batch", id);
 	return NULL;				/* keep compiler quiet */
+}
+
+/* which of the ids the live table does not have are in the archive */
+static GdPlan archived_plan = {
+	"SELECT id FROM gen_durable.instances WHERE id = ANY ($1)",
+	1,
+	{INT8ARRAYOID}
+};
+
+/*
+ * mark_archived marks the entries whose instance the lock statement did
+ * not find (it reads the live table only) but the archive has: their
+ * outcome comes after the end of the instance, and is stale as any late
+ * outcome is.  A statement only when such entries exist (a resent
+ * outcome).
+ */
+static void
+mark_archived(Entry **byid, int nvalid, LockedRow *rows, int nrows)
+{
+	int64	   *missing = palloc(sizeof(int64) * Max(nvalid, 1));
+	Datum		values[1];
+	int			nmissing = 0;
+	int			found;
+	int			i;
+
+	for (i = 0; i < nvalid; i++)
+		if (!byid[i]->written && find_row(rows, nrows, byid[i]->o->id) == NULL)
+			missing[nmissing++] = byid[i]->o->id;
+	if (nmissing == 0)
+		return;
+	values[0] = PointerGetDatum(gd_int8_array(missing, nmissing));
+	found = gd_execute(&archived_plan, values, NULL, SPI_OK_SELECT);
+	for (i = 0; i < found; i++)
+		entry_by_id(byid, nvalid, gd_result_int64(i, 1))->archived = true;
 }
 
 /*
